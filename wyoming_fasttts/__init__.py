@@ -1,0 +1,3 @@
+"""wyoming-fasttts: Mandarin text-to-speech for Wyoming clients from a resident TensorRT or ONNX Runtime engine."""
+
+__version__ = "0.1.0"

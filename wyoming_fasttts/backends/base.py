@@ -1,0 +1,73 @@
+"""The one interface every inference backend implements; nothing above ``backends/`` imports a backend.
+
+An engine turns batches of phoneme-id sequences into 24 kHz float audio. It is built (loaded and warmed
+up) once, kept resident, and may be asked to run from several threads at once, up to ``slots`` calls in
+flight: that is how a backend exposes its execution contexts without the scheduler knowing what they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+SAMPLE_RATE = 24000
+
+
+@dataclass(frozen=True)
+class SynthesisItem:
+    """One sentence for the model: ids without the boundary pads, the voice's style row, the speed."""
+
+    ids: np.ndarray
+    style: np.ndarray
+    speed: float = 1.0
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass
+class EngineMemory:
+    """What an engine holds; device numbers are None where there is no device."""
+
+    host_rss_bytes: int
+    weights_bytes: int | None = None
+    workspace_bytes: int | None = None
+    device_used_bytes: int | None = None
+    device_free_bytes: int | None = None
+    device_total_bytes: int | None = None
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+class EngineError(RuntimeError):
+    """An engine could not be created or run; the message is meant for the user."""
+
+
+class AllocationError(EngineError):
+    """The engine could not get the memory it needed; the watchdog counts these."""
+
+
+@runtime_checkable
+class Engine(Protocol):
+    name: str
+    """Backend name as the user selects it (``onnxruntime``, ``tensorrt-rtx`` ...)."""
+    device: str
+    """Where it runs, for logs and metrics (``cpu``, ``cuda:0``)."""
+    max_batch: int
+    """Largest batch ``run`` accepts."""
+    slots: int
+    """How many ``run`` calls may be in flight at once."""
+
+    def warmup(self) -> None:
+        """Run representative shapes once so the first request does not pay for lazy initialisation."""
+
+    def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
+        """Synthesise each item; float32 mono audio at ``SAMPLE_RATE`` per item, in order."""
+
+    def memory(self) -> EngineMemory:
+        """Current memory held by this engine (and the process)."""
+
+    def close(self) -> None:
+        """Release everything; called once, after the last ``run`` has returned."""

@@ -1,0 +1,207 @@
+"""One typed Settings object from the packaged config.yaml, an optional user file and CLI overrides.
+
+The packaged ``config.yaml`` is the only place defaults live; the dataclasses below only give them types.
+A key that is not known is an error, so a typo in a user's file cannot be silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field, fields, is_dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, get_type_hints
+
+import yaml
+
+
+@dataclass
+class ServerSettings:
+    uri: str
+    http_uri: str
+    zeroconf: str | None
+    max_text_chars: int
+    audio_chunk_ms: int
+    shutdown_grace_s: float
+
+
+@dataclass
+class VoiceSettings:
+    default: str
+    speed: float
+    lang: str
+
+
+@dataclass
+class AssetSettings:
+    data_dir: str
+    source: str
+    model_path: str | None
+    voices_path: str | None
+
+    @property
+    def data_path(self) -> Path:
+        return Path(os.path.expanduser(self.data_dir))
+
+
+@dataclass
+class EngineSettings:
+    backend: str
+    engine_dir: str
+    threads: int
+    precision: str
+    max_tokens: int
+    max_frames: int
+    edge_frames: int
+    device_id: int
+
+
+@dataclass
+class TextSettings:
+    first_clause_chars: int
+    max_sentence_chars: int
+
+
+@dataclass
+class SchedulerSettings:
+    workers: int
+    max_batch: int
+    preferred_batch_sizes: list[int]
+    max_queue_delay_ms: float
+    max_queue: int
+
+
+@dataclass
+class WatchdogSettings:
+    interval_s: float
+    latency_drift_ratio: float
+    latency_window: int
+    memory_growth_mb: float
+    min_free_mb: float
+    alloc_failures: int
+    backoff_s: float
+    fault_injection: bool
+
+
+@dataclass
+class Settings:
+    server: ServerSettings
+    voice: VoiceSettings
+    assets: AssetSettings
+    engine: EngineSettings
+    text: TextSettings
+    scheduler: SchedulerSettings
+    watchdog: WatchdogSettings
+    debug: bool = field(default=False)
+
+
+class ConfigError(ValueError):
+    """A configuration file or override that does not fit the schema."""
+
+
+BACKENDS = ("auto", "onnxruntime", "onnxruntime-cuda", "tensorrt", "tensorrt-rtx")
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any], where: str) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if key not in base:
+            raise ConfigError(f"unknown setting {where}{key}")
+        if isinstance(base[key], dict):
+            if not isinstance(value, dict):
+                raise ConfigError(f"setting {where}{key} must be a mapping")
+            out[key] = _merge(base[key], value, f"{where}{key}.")
+        else:
+            out[key] = value
+    return out
+
+
+def _build(cls: type, data: dict[str, Any], where: str = "") -> Any:
+    hints = get_type_hints(cls)
+    kwargs = {}
+    for f in fields(cls):
+        if f.name not in data:
+            if f.default is not dataclasses.MISSING:
+                continue
+            raise ConfigError(f"missing setting {where}{f.name}")
+        value, hint = data[f.name], hints[f.name]
+        if is_dataclass(hint):
+            value = _build(hint, value, f"{where}{f.name}.")
+        else:
+            value = _coerce(value, hint, f"{where}{f.name}")
+        kwargs[f.name] = value
+    return cls(**kwargs)
+
+
+def _coerce(value: Any, hint: Any, name: str) -> Any:
+    if value is None:
+        if "None" in str(hint):
+            return None
+        raise ConfigError(f"setting {name} may not be empty")
+    for typ in (bool, int, float, str):
+        if hint is typ or str(hint).startswith(typ.__name__ + " |"):
+            if typ is float and isinstance(value, int) and not isinstance(value, bool):
+                return float(value)
+            if typ is bool and not isinstance(value, bool):
+                raise ConfigError(f"setting {name} must be true or false, not {value!r}")
+            if typ is not bool and isinstance(value, bool):
+                raise ConfigError(f"setting {name} must be a {typ.__name__}, not {value!r}")
+            if not isinstance(value, typ):
+                raise ConfigError(f"setting {name} must be a {typ.__name__}, not {value!r}")
+            return value
+    if str(hint).startswith("list"):
+        if not isinstance(value, list):
+            raise ConfigError(f"setting {name} must be a list")
+        return list(value)
+    return value
+
+
+def default_dict() -> dict[str, Any]:
+    text = resources.files("wyoming_fasttts").joinpath("config.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+def load_settings(
+    config_file: str | os.PathLike[str] | None = None, overrides: dict[str, Any] | None = None
+) -> Settings:
+    """Defaults, then the user's file, then dotted overrides such as ``{"engine.backend": "onnxruntime"}``."""
+    data = default_dict()
+    if config_file:
+        try:
+            user = yaml.safe_load(Path(config_file).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as err:
+            raise ConfigError(f"cannot read config file {config_file}: {err}") from err
+        if not isinstance(user, dict):
+            raise ConfigError(f"config file {config_file} must hold a mapping")
+        data = _merge(data, user, "")
+    for dotted, value in (overrides or {}).items():
+        if value is None:
+            continue
+        *path, leaf = dotted.split(".")
+        nested: dict[str, Any] = {leaf: value}
+        for part in reversed(path):
+            nested = {part: nested}
+        data = _merge(data, nested, "")
+    settings = _build(Settings, data)
+    validate(settings)
+    return settings
+
+
+def validate(settings: Settings) -> None:
+    """Reject values that would only fail later, deep inside a request."""
+    if settings.engine.backend not in BACKENDS:
+        raise ConfigError(f"engine.backend must be one of {', '.join(BACKENDS)}")
+    if settings.engine.precision not in ("fp32", "fp16"):
+        raise ConfigError("engine.precision must be fp32 or fp16")
+    if not 0.5 <= settings.voice.speed <= 2.0:
+        raise ConfigError("voice.speed must be between 0.5 and 2.0")
+    if settings.assets.source not in ("registry", "hub"):
+        raise ConfigError("assets.source must be registry or hub")
+    if not 1 <= settings.engine.max_tokens <= 510:
+        raise ConfigError("engine.max_tokens must be between 1 and 510")
+    sched = settings.scheduler
+    if sched.max_batch < 1 or any(not 1 <= b <= sched.max_batch for b in sched.preferred_batch_sizes):
+        raise ConfigError("scheduler.preferred_batch_sizes must lie between 1 and scheduler.max_batch")
+    if sched.max_queue < 1:
+        raise ConfigError("scheduler.max_queue must be at least 1")
