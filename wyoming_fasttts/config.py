@@ -58,6 +58,13 @@ class EngineSettings:
 
 
 @dataclass
+class AudioSettings:
+    lead_ms: int
+    tail_ms: int
+    silence_db: float
+
+
+@dataclass
 class TextSettings:
     first_clause_chars: int
     max_sentence_chars: int
@@ -90,6 +97,7 @@ class Settings:
     voice: VoiceSettings
     assets: AssetSettings
     engine: EngineSettings
+    audio: AudioSettings
     text: TextSettings
     scheduler: SchedulerSettings
     watchdog: WatchdogSettings

@@ -1,0 +1,38 @@
+"""Engine factory: the only place that knows which backend classes exist."""
+
+from __future__ import annotations
+
+import logging
+
+from ..assets import ModelAssets
+from ..config import Settings
+from .base import Engine, EngineError
+
+_LOGGER = logging.getLogger(__name__)
+
+
+def resolve_backend(settings: Settings) -> tuple[str, str]:
+    """The backend to use and why (``--engine auto`` probes what this machine can run)."""
+    requested = settings.engine.backend
+    if requested != "auto":
+        return requested, "requested"
+    try:
+        from .select import choose_backend
+    except ImportError:
+        return "onnxruntime", "no GPU backend support in this build"
+    return choose_backend(settings)
+
+
+def create_engine(settings: Settings, assets: ModelAssets) -> Engine:
+    """Load, warm up and return the configured engine; raises EngineError with a user-facing reason."""
+    backend, reason = resolve_backend(settings)
+    _LOGGER.info("Engine: %s (%s)", backend, reason)
+    slots = settings.scheduler.workers or 1
+    if backend == "onnxruntime":
+        from .onnxruntime import OnnxRuntimeEngine
+
+        engine: Engine = OnnxRuntimeEngine(assets.model, threads=settings.engine.threads, slots=slots)
+    else:
+        raise EngineError(f"engine backend '{backend}' is not available in this installation")
+    engine.warmup()
+    return engine

@@ -1,0 +1,99 @@
+"""The ``say`` client: speak text through a running server with the real Wyoming client."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.client import AsyncClient
+from wyoming.error import Error
+from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped, SynthesizeVoice
+
+from .audio import wav_bytes
+
+
+class ServerError(RuntimeError):
+    """The server answered with a Wyoming error event."""
+
+    def __init__(self, text: str, code: str | None) -> None:
+        super().__init__(f"{text} ({code})" if code else text)
+        self.code = code
+
+
+@dataclass
+class Reply:
+    """What came back: PCM, the format, how many audio cycles, and when the first audio arrived."""
+
+    pcm: bytearray = field(default_factory=bytearray)
+    rate: int = 24000
+    width: int = 2
+    channels: int = 1
+    cycles: int = 0
+    first_audio_s: float | None = None
+
+    @property
+    def seconds(self) -> float:
+        return len(self.pcm) / (self.rate * self.width * self.channels)
+
+
+async def say(uri: str, text: str, voice: str | None = None, stream: bool = False, speed: float | None = None) -> Reply:
+    """Synthesise ``text``; with ``stream`` the text goes as synthesize-chunk events, one per sentence."""
+    start = time.perf_counter()
+    reply = Reply()
+    voice_obj = SynthesizeVoice(name=voice) if voice else None
+    async with AsyncClient.from_uri(uri) as client:
+        if stream:
+            await client.write_event(_with_speed(SynthesizeStart(voice=voice_obj).event(), speed))
+            for piece in _sentences(text):
+                await client.write_event(SynthesizeChunk(text=piece).event())
+            await client.write_event(SynthesizeStop().event())
+        else:
+            await client.write_event(_with_speed(Synthesize(text=text, voice=voice_obj).event(), speed))
+        while True:
+            event = await client.read_event()
+            if event is None:
+                raise ConnectionError("server closed the connection")
+            if Error.is_type(event.type):
+                err = Error.from_event(event)
+                raise ServerError(err.text, err.code)
+            if AudioStart.is_type(event.type):
+                fmt = AudioStart.from_event(event)
+                reply.rate, reply.width, reply.channels = fmt.rate, fmt.width, fmt.channels
+            elif AudioChunk.is_type(event.type):
+                if reply.first_audio_s is None:
+                    reply.first_audio_s = time.perf_counter() - start
+                reply.pcm += AudioChunk.from_event(event).audio
+            elif AudioStop.is_type(event.type):
+                reply.cycles += 1
+                if not stream:
+                    return reply
+            elif SynthesizeStopped.is_type(event.type):
+                return reply
+
+
+def _with_speed(event, speed: float | None):
+    if speed is not None:
+        event.data["speed"] = speed
+    return event
+
+
+def _sentences(text: str) -> list[str]:
+    pieces, cur = [], ""
+    for ch in text:
+        cur += ch
+        if ch in "。！？!?\n":
+            pieces.append(cur)
+            cur = ""
+    return [*pieces, cur] if cur else pieces
+
+
+def write_output(reply: Reply, output: str) -> None:
+    data = bytes(reply.pcm)
+    if output == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        Path(output).write_bytes(wav_bytes(data, reply.rate))

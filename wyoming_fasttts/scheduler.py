@@ -1,0 +1,234 @@
+"""One queue for every client's sentences; batches formed from it; the engine run on worker threads.
+
+Why a scheduler instead of a lock around the engine: with a lock, one client's ten-sentence answer makes
+everyone else wait for all ten. Here sentences are ordered by their position in their request (every
+request's first sentence before anyone's second), so a new request waits at most for the batches already
+running; engines that take batches get sentences of similar length grouped together; and the server's event
+loop never blocks on inference.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from .backends.base import SAMPLE_RATE, AllocationError, Engine, SynthesisItem
+from .config import SchedulerSettings
+
+_LOGGER = logging.getLogger(__name__)
+
+
+class BusyError(RuntimeError):
+    """The queue is full; the client should retry later rather than the server growing without bound."""
+
+
+class SchedulerObserver(Protocol):
+    """What the scheduler reports; metrics and the watchdog listen."""
+
+    def batch_done(self, engine: str, size: int, seconds: float, audio_seconds: float) -> None: ...
+
+    def batch_failed(self, engine: str, size: int, error: BaseException) -> None: ...
+
+    def queue_depth(self, depth: int) -> None: ...
+
+
+@dataclass(order=True)
+class _Job:
+    key: tuple[int, int]
+    item: SynthesisItem = field(compare=False)
+    future: asyncio.Future[np.ndarray] = field(compare=False)
+    loop: asyncio.AbstractEventLoop = field(compare=False)
+    enqueued: float = field(compare=False)
+
+
+class _EngineLease:
+    """Counts batches in flight on one engine so a replaced engine is closed only once it is idle."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.in_flight = 0
+        self.retired = False
+
+
+class Scheduler:
+    def __init__(self, engine: Engine, settings: SchedulerSettings, observer: SchedulerObserver | None = None):
+        self._settings = settings
+        self._observer = observer
+        self._cond = threading.Condition()
+        self._queue: list[_Job] = []
+        self._seq = itertools.count()
+        self._lease = _EngineLease(engine)
+        self._threads: list[threading.Thread] = []
+        self._stopping = False
+
+    # -- client side (event loop) -------------------------------------------------------------------------
+
+    @property
+    def engine(self) -> Engine:
+        return self._lease.engine
+
+    @property
+    def depth(self) -> int:
+        return len(self._queue)
+
+    async def synthesize(self, item: SynthesisItem, order: int = 0) -> np.ndarray:
+        """Audio for one sentence; ``order`` is its position in its request (0 = the first, heard first)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[np.ndarray] = loop.create_future()
+        with self._cond:
+            if self._stopping:
+                raise BusyError("server is shutting down")
+            if len(self._queue) >= self._settings.max_queue:
+                raise BusyError(f"server busy: {len(self._queue)} sentences queued; try again shortly")
+            job = _Job((order, next(self._seq)), item, future, loop, time.monotonic())
+            heapq.heappush(self._queue, job)
+            self._cond.notify()
+        self._report_depth()
+        return await future
+
+    def start(self) -> None:
+        self._ensure_workers(self._lease.engine.slots)
+
+    def swap_engine(self, engine: Engine) -> Engine:
+        """New batches go to ``engine``; the old one finishes what it holds and is then closed."""
+        with self._cond:
+            old = self._lease
+            self._lease = _EngineLease(engine)
+            old.retired = True
+            idle = old.in_flight == 0
+        self._ensure_workers(engine.slots)
+        if idle:
+            old.engine.close()
+        return old.engine
+
+    async def stop(self, timeout: float) -> None:
+        """Refuse new work, let queued and running sentences finish (up to ``timeout``), close the engine."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            await asyncio.to_thread(thread.join, max(0.0, deadline - time.monotonic()))
+        with self._cond:
+            for job in self._queue:
+                job.loop.call_soon_threadsafe(_fail, job.future, BusyError("server shut down"))
+            self._queue.clear()
+        if not any(t.is_alive() for t in self._threads):
+            self._lease.engine.close()
+
+    # -- worker side (threads) ----------------------------------------------------------------------------
+
+    def _ensure_workers(self, count: int) -> None:
+        while len(self._threads) < count:
+            thread = threading.Thread(target=self._work, name=f"engine-{len(self._threads)}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _work(self) -> None:
+        while True:
+            taken = self._take_batch()
+            if taken is None:
+                return
+            lease, batch = taken
+            self._run(lease, batch)
+
+    def _take_batch(self) -> tuple[_EngineLease, list[_Job]] | None:
+        with self._cond:
+            while True:
+                self._drop_cancelled()
+                if self._queue:
+                    break
+                if self._stopping:
+                    return None
+                self._cond.wait()
+            lease = self._lease
+            limit = min(lease.engine.max_batch, self._settings.max_batch)
+            if limit > 1:
+                self._wait_for_batch(limit)
+            batch = self._pick(limit)
+            lease.in_flight += 1
+        self._report_depth()
+        return lease, batch
+
+    def _wait_for_batch(self, limit: int) -> None:
+        """Hold the head job up to max_queue_delay_ms while a preferred batch size fills up."""
+        target = min(limit, max(self._settings.preferred_batch_sizes, default=limit))
+        deadline = self._queue[0].enqueued + self._settings.max_queue_delay_ms / 1000.0
+        while len(self._queue) < target and not self._stopping:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            self._cond.wait(remaining)
+            self._drop_cancelled()
+            if not self._queue:
+                return
+
+    def _pick(self, limit: int) -> list[_Job]:
+        """The head job plus the queued jobs closest to it in length (less padding)."""
+        head = heapq.heappop(self._queue)
+        available = len(self._queue) + 1
+        size = min(limit, available)
+        fitting = [b for b in self._settings.preferred_batch_sizes if b <= size]
+        if size < limit and fitting:
+            size = max(fitting)
+        if size == 1:
+            return [head]
+        self._queue.sort(key=lambda job: (abs(len(job.item) - len(head.item)), job.key))
+        batch = [head, *self._queue[: size - 1]]
+        del self._queue[: size - 1]
+        heapq.heapify(self._queue)
+        return batch
+
+    def _drop_cancelled(self) -> None:
+        if any(job.future.cancelled() for job in self._queue):
+            self._queue = [job for job in self._queue if not job.future.cancelled()]
+            heapq.heapify(self._queue)
+
+    def _run(self, lease: _EngineLease, batch: list[_Job]) -> None:
+        engine = lease.engine
+        started = time.perf_counter()
+        try:
+            audio = engine.run([job.item for job in batch])
+        except BaseException as err:  # every failure must reach its waiting clients
+            if not isinstance(err, AllocationError):
+                _LOGGER.exception("engine %s failed on a batch of %d", engine.name, len(batch))
+            if self._observer:
+                self._observer.batch_failed(engine.name, len(batch), err)
+            for job in batch:
+                job.loop.call_soon_threadsafe(_fail, job.future, err)
+        else:
+            seconds = time.perf_counter() - started
+            if self._observer:
+                self._observer.batch_done(engine.name, len(batch), seconds, sum(map(len, audio)) / SAMPLE_RATE)
+            for job, samples in zip(batch, audio, strict=True):
+                job.loop.call_soon_threadsafe(_resolve, job.future, samples)
+        finally:
+            with self._cond:
+                lease.in_flight -= 1
+                close = lease.retired and lease.in_flight == 0
+            if close:
+                _LOGGER.info("closing replaced engine %s", engine.name)
+                engine.close()
+
+    def _report_depth(self) -> None:
+        if self._observer:
+            self._observer.queue_depth(len(self._queue))
+
+
+def _resolve(future: asyncio.Future[np.ndarray], value: np.ndarray) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _fail(future: asyncio.Future[np.ndarray], error: BaseException) -> None:
+    if not future.done():
+        future.set_exception(error)
+

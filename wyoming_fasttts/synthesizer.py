@@ -1,0 +1,143 @@
+"""Text in, PCM out, sentence by sentence: the path every request takes (Wyoming, HTTP, benchmarks).
+
+normalise → split → phonemize → ids → scheduler → engine → trimmed 16-bit PCM. Text work runs in a
+thread (jieba and pypinyin take a few ms per sentence, which would stall every other client on the event
+loop), and a request keeps only a few sentences in flight so a very long text never holds more than a
+window of audio in memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import text
+from .audio import to_pcm16, trim_silence
+from .backends.base import SynthesisItem
+from .config import Settings
+from .scheduler import Scheduler
+from .voices import VoiceBank
+
+_LOGGER = logging.getLogger(__name__)
+
+
+class TextError(ValueError):
+    """Text that cannot be spoken (empty, only symbols, too long); the message is for the client."""
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A piece the model takes at once; ``last`` marks the end of a sentence of the original text."""
+
+    text: str
+    ids: np.ndarray
+    last: bool = True
+
+
+class Synthesizer:
+    def __init__(self, settings: Settings, voices: VoiceBank, vocab: dict[str, int], scheduler: Scheduler):
+        self.settings = settings
+        self.voices = voices
+        self._vocab = vocab
+        self.scheduler = scheduler
+        self._silent = {vocab[p] for p in " ,.!?" if p in vocab}
+
+    def check_request(self, raw: str, voice: str | None, speed: float | None) -> tuple[str, float]:
+        """Validate what can be validated before any work starts; returns the voice and speed to use."""
+        if len(raw) > self.settings.server.max_text_chars:
+            raise TextError(
+                f"text too long: {len(raw)} characters; the limit is {self.settings.server.max_text_chars} "
+                "(server.max_text_chars); send it in parts or stream it"
+            )
+        name = self.voices.check(voice or self.settings.voice.default)
+        speed = self.settings.voice.speed if speed is None else float(speed)
+        if not 0.5 <= speed <= 2.0:
+            raise TextError(f"speed {speed} is outside 0.5..2.0")
+        return name, speed
+
+    def sentences(self, raw: str, first: bool = True) -> list[Sentence]:
+        """Readable pieces of ``raw``, each short enough for the model; blocking (call in a thread)."""
+        spoken = text.normalize(raw)
+        cfg = self.settings.text
+        pieces = text.split_sentences(
+            spoken, max_chars=cfg.max_sentence_chars, first_clause_chars=cfg.first_clause_chars if first else 0
+        )
+        out: list[Sentence] = []
+        for n, piece in enumerate(pieces):
+            chunks = self._ids(text.phonemize(piece))
+            ends = n == len(pieces) - 1 or piece[-1] in "。！？"
+            out.extend(Sentence(piece, ids, ends and k == len(chunks) - 1) for k, ids in enumerate(chunks))
+        return out
+
+    def _ids(self, phonemes: str) -> list[np.ndarray]:
+        """Phoneme ids, cut at word boundaries where a piece would exceed the model's token limit."""
+        limit = self.settings.engine.max_tokens
+        chunks: list[list[int]] = [[]]
+        for word in phonemes.split(" "):
+            ids = [self._vocab[ch] for ch in word if ch in self._vocab]
+            if chunks[-1] and len(chunks[-1]) + 1 + len(ids) > limit:
+                chunks.append([])
+            if chunks[-1] and ids:
+                chunks[-1].append(self._vocab[" "])
+            chunks[-1].extend(ids[:limit])
+        return [np.array(c, np.int64) for c in chunks if any(i not in self._silent for i in c)]
+
+    async def prepare(self, raw: str, first: bool = True) -> list[Sentence]:
+        sentences = await asyncio.to_thread(self.sentences, raw, first)
+        if not sentences and first:
+            raise TextError("nothing to say: the text has no readable Chinese or Latin words")
+        return sentences
+
+    def speech(self, voice: str, speed: float) -> Speech:
+        return Speech(self, voice, speed)
+
+
+class Speech:
+    """One request's audio: sentences go in as they arrive, PCM comes out in order as each is ready.
+
+    At most ``window`` sentences are in flight; ``add`` waits for room, which pushes back on a client
+    that streams text faster than it can be spoken instead of filling the shared queue.
+    """
+
+    def __init__(self, synth: Synthesizer, voice: str, speed: float) -> None:
+        engine = synth.scheduler.engine
+        self._synth = synth
+        self._voice = voice
+        self._speed = speed
+        self._room = asyncio.Semaphore(max(2, engine.slots * engine.max_batch))
+        self._tasks: asyncio.Queue[tuple[asyncio.Task[np.ndarray], bool] | None] = asyncio.Queue()
+        self._order = 0
+
+    async def add(self, sentences: list[Sentence]) -> None:
+        for sentence in sentences:
+            await self._room.acquire()
+            style = self._synth.voices.style(self._voice, len(sentence.ids))
+            item = SynthesisItem(sentence.ids, style, self._speed)
+            task = asyncio.create_task(self._synth.scheduler.synthesize(item, self._order))
+            self._tasks.put_nowait((task, sentence.last))
+            self._order += 1
+
+    def close(self) -> None:
+        """No more sentences will be added."""
+        self._tasks.put_nowait(None)
+
+    async def audio(self) -> AsyncIterator[tuple[bytes, bool]]:
+        """Trimmed 16-bit PCM per piece and whether it ends a sentence, in order; ends after ``close``."""
+        while (entry := await self._tasks.get()) is not None:
+            task, last = entry
+            try:
+                samples = await task
+            finally:
+                self._room.release()
+            yield to_pcm16(trim_silence(samples, self._synth.settings.audio)), last
+
+    def cancel(self) -> None:
+        """The client is gone: drop whatever has not been synthesised yet."""
+        while not self._tasks.empty():
+            entry = self._tasks.get_nowait()
+            if entry is not None:
+                entry[0].cancel()
