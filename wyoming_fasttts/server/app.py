@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from urllib.parse import urlparse
 
-from ..assets import ensure_assets, load_vocab
+from ..assets import ModelAssets, ensure_assets, load_vocab
 from ..backends import create_engine
 from ..config import Settings
 from ..scheduler import Scheduler, SchedulerObserver
@@ -31,6 +31,7 @@ class Runtime:
     """Everything a listener needs; built once per process."""
 
     settings: Settings
+    assets: ModelAssets
     synth: Synthesizer
     scheduler: Scheduler
     requests: Requests
@@ -46,7 +47,7 @@ async def build_runtime(settings: Settings, observer: SchedulerObserver | None =
     synth = Synthesizer(settings, voices, load_vocab(assets.vocab), scheduler)
     # The first request would otherwise pay for jieba's dictionary and wetext's grammar loading.
     await synth.prepare("你好，2024年。")
-    return Runtime(settings, synth, scheduler, Requests())
+    return Runtime(settings, assets, synth, scheduler, Requests())
 
 
 async def start_wyoming(runtime: Runtime) -> asyncio.AbstractServer:
