@@ -55,6 +55,11 @@ class EngineSettings:
     max_frames: int
     edge_frames: int
     device_id: int
+    opt_tokens: int
+    opt_frames: int
+    memory_budget_mb: int
+    compute_capability: str
+    fallback_compute_capability: str
 
 
 @dataclass
