@@ -1,0 +1,375 @@
+"""TensorRT / TensorRT-RTX plans: build them from the stage graphs, cache them, hand back only sound ones.
+
+A plan is only valid for the exact graph, TensorRT flavour and version, GPU architecture and shape
+profile it was built with, so all of these form its key and a plan whose key differs is never loaded: it
+is rebuilt. Each plan has a JSON record written after it (the plan's sha256, size, and the weight and
+activation memory the builder reported); a plan without a record, or whose bytes no longer match it, is
+corrupt and rebuilt too. Full TensorRT keeps a timing cache beside the plans, so rebuilding after a
+driver or package update is fast; TensorRT-RTX has no timing cache (it compiles kernels on the GPU at
+first run and keeps those in a runtime cache, which the runtime stores beside the plans).
+
+This module is also the ``build-engine`` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import re
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ..config import Settings
+from ..model.graphs import STAGES, GraphSet
+from ..model.split import D_CHANNELS, T_EN_CHANNELS
+from .base import EngineError
+from .cuda import probe_gpu
+
+_LOGGER = logging.getLogger(__name__)
+
+TENSORRT_BACKENDS = {"tensorrt": "tensorrt", "tensorrt-rtx": "tensorrt_rtx"}
+"""Backend name as the user selects it -> the Python module of that TensorRT flavour."""
+_EXTRA = {"tensorrt": "tensorrt", "tensorrt-rtx": "tensorrt-rtx"}
+_STAT_PATTERNS = {
+    "weights_bytes": re.compile(r"Total Weights Memory: (\d+) bytes"),
+    "activation_bytes": re.compile(r"Total Activation Memory: (\d+) bytes"),
+}
+
+Shape = tuple[int, ...]
+
+
+def import_tensorrt(backend: str) -> ModuleType:
+    """The TensorRT module for ``backend``, or an EngineError that says which extra installs it."""
+    if backend not in TENSORRT_BACKENDS:
+        raise EngineError(f"'{backend}' is not a TensorRT backend ({', '.join(TENSORRT_BACKENDS)})")
+    try:
+        return __import__(TENSORRT_BACKENDS[backend])
+    except ImportError as err:
+        raise EngineError(
+            f"{backend} is not installed: pip install 'wyoming-fasttts[{_EXTRA[backend]}]' ({err})"
+        ) from err
+
+
+@dataclass(frozen=True)
+class StageProfile:
+    """min / opt / max shape of each dynamic input of one stage."""
+
+    shapes: dict[str, tuple[Shape, Shape, Shape]]
+
+    def describe(self) -> dict[str, list[list[int]]]:
+        return {name: [list(s) for s in mmm] for name, mmm in sorted(self.shapes.items())}
+
+
+def stage_profiles(settings: Settings, max_frames: int | None = None) -> dict[str, StageProfile]:
+    """Profiles from the configured limits; T counts the two boundary pads, F the alignment frames."""
+    eng = settings.engine
+    t_max, f_max = eng.max_tokens + 2, max_frames or eng.max_frames
+    t_opt, f_opt = min(eng.opt_tokens, t_max), min(eng.opt_frames, f_max)
+    return {
+        "stage1": StageProfile({"tokens": ((1, 1), (1, t_opt), (1, t_max))}),
+        "stage2": StageProfile({
+            "alignment": ((1, 1, 1), (1, t_opt, f_opt), (1, t_max, f_max)),
+            "d": ((1, 1, D_CHANNELS), (1, t_opt, D_CHANNELS), (1, t_max, D_CHANNELS)),
+            "t_en": ((1, T_EN_CHANNELS, 1), (1, T_EN_CHANNELS, t_opt), (1, T_EN_CHANNELS, t_max)),
+        }),
+    }
+
+
+@dataclass(frozen=True)
+class PlanKey:
+    """Everything a plan depends on; any change gives another digest, hence another file."""
+
+    stage: str
+    graph_sha256: str
+    backend: str
+    backend_version: str
+    compute_capability: str
+    precision: str
+    profile: StageProfile
+
+    def fields(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["profile"] = self.profile.describe()
+        return data
+
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(self.fields(), sort_keys=True).encode()).hexdigest()[:16]
+
+    @property
+    def filename(self) -> str:
+        return f"{self.stage}-{self.backend}-sm{self.compute_capability.replace('.', '')}-{self.digest()}.plan"
+
+
+@dataclass
+class PlanRecord:
+    """What is known about a built plan; stored as JSON beside it."""
+
+    key: dict[str, Any]
+    plan_sha256: str
+    plan_bytes: int
+    build_seconds: float
+    weights_bytes: int | None = None
+    activation_bytes: int | None = None
+    built_at: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+
+
+class PlanCache:
+    """Plans and their records in one directory (``engine.engine_dir``)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def _paths(self, key: PlanKey) -> tuple[Path, Path]:
+        plan = self.directory / key.filename
+        return plan, plan.with_suffix(".json")
+
+    def load(self, key: PlanKey) -> tuple[bytes, PlanRecord] | None:
+        """The plan for ``key`` if present and intact; a corrupt one is deleted so it gets rebuilt."""
+        plan_path, record_path = self._paths(key)
+        if not plan_path.exists():
+            return None
+        try:
+            record = PlanRecord(**json.loads(record_path.read_text()))
+            data = plan_path.read_bytes()
+        except (OSError, ValueError, TypeError) as err:
+            return self._discard(key, f"its record is unreadable ({err})")
+        if record.key != key.fields():
+            return self._discard(key, "its record belongs to another key")
+        if len(data) != record.plan_bytes or hashlib.sha256(data).hexdigest() != record.plan_sha256:
+            return self._discard(key, "its bytes do not match its record (truncated or corrupted)")
+        return data, record
+
+    def _discard(self, key: PlanKey, why: str) -> None:
+        _LOGGER.warning("Plan %s is corrupt: %s; it will be rebuilt", key.filename, why)
+        self.invalidate(key)
+        return None
+
+    def invalidate(self, key: PlanKey) -> None:
+        for path in self._paths(key):
+            path.unlink(missing_ok=True)
+
+    def store(self, key: PlanKey, plan: bytes, build_seconds: float, stats: dict[str, int]) -> PlanRecord:
+        """Write plan then record, each atomically; older plans of the same stage and backend are removed."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        plan_path, record_path = self._paths(key)
+        record = PlanRecord(key=key.fields(), plan_sha256=hashlib.sha256(plan).hexdigest(), plan_bytes=len(plan),
+                            build_seconds=round(build_seconds, 2), **stats)
+        for path, payload in ((plan_path, plan), (record_path, json.dumps(asdict(record), indent=2).encode())):
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(payload)
+            os.replace(tmp, path)
+        for old in self.directory.glob(f"{key.stage}-{key.backend}-*.plan"):
+            if old != plan_path:
+                _LOGGER.info("Removing superseded plan %s", old.name)
+                old.unlink(missing_ok=True)
+                old.with_suffix(".json").unlink(missing_ok=True)
+        return record
+
+
+def target_compute_capability(settings: Settings, backend: str) -> str:
+    """The GPU architecture plans are built for: configured, else this GPU's, else (TensorRT-RTX only) the fallback."""
+    wanted = settings.engine.compute_capability
+    if wanted != "auto":
+        return wanted
+    gpu, why = probe_gpu(settings.engine.device_id)
+    if gpu is not None:
+        return gpu.cc
+    if backend == "tensorrt-rtx":
+        fallback = settings.engine.fallback_compute_capability
+        _LOGGER.info("No GPU here (%s): building TensorRT-RTX plans for compute capability %s", why, fallback)
+        return fallback
+    raise EngineError(f"full TensorRT builds plans on the GPU they run on, and none is usable: {why}")
+
+
+def _logger(trt: ModuleType) -> Any:
+    """A TensorRT logger forwarding warnings to logging and keeping INFO lines (memory statistics)."""
+
+    class _Logger(trt.ILogger):
+        def __init__(self) -> None:
+            trt.ILogger.__init__(self)
+            self.lines: list[str] = []
+
+        def log(self, severity: Any, msg: str) -> None:
+            if severity <= trt.ILogger.WARNING:
+                level = logging.ERROR if severity <= trt.ILogger.ERROR else logging.WARNING
+                _LOGGER.log(level, "TensorRT: %s", msg)
+            elif severity <= trt.ILogger.INFO:
+                self.lines.append(msg)
+
+    return _Logger()
+
+
+def _progress(trt: ModuleType, label: str) -> Any:
+    """Prints the builder's top-level phases with elapsed time, so a minute-long build is not silent."""
+
+    class _Progress(trt.IProgressMonitor):
+        def __init__(self) -> None:
+            trt.IProgressMonitor.__init__(self)
+            self.start = time.monotonic()
+            self.depth: dict[str, int] = {}
+
+        def phase_start(self, phase: str, parent: str | None, steps: int) -> None:
+            self.depth[phase] = self.depth.get(parent, -1) + 1 if parent else 0
+            if self.depth[phase] <= 1:
+                indent = "  " * self.depth[phase]
+                print(f"  [{time.monotonic() - self.start:6.1f}s] {label}: {indent}{phase}", file=sys.stderr)
+
+        def step_complete(self, phase: str, step: int) -> bool:
+            return True
+
+        def phase_finish(self, phase: str) -> None:
+            self.depth.pop(phase, None)
+
+    return _Progress()
+
+
+def _compute_capability_enum(trt: ModuleType, cc: str) -> Any:
+    name = "SM" + cc.replace(".", "")
+    value = getattr(trt.ComputeCapability, name, None)
+    if value is None:
+        supported = [n for n in trt.ComputeCapability.__members__ if n.startswith("SM")]
+        raise EngineError(f"TensorRT-RTX cannot build for compute capability {cc} (it knows {', '.join(supported)})")
+    return value
+
+
+def _timing_cache_path(cache: PlanCache, key: PlanKey) -> Path:
+    return cache.directory / f"timing-{key.backend}-{key.backend_version}-sm{key.compute_capability}.cache"
+
+
+def build_plan(trt: ModuleType, graph: Path, key: PlanKey, cache: PlanCache, progress: bool = True
+               ) -> tuple[bytes, dict[str, int]]:
+    """Parse and build one stage; returns the serialized plan and the memory the builder reported."""
+    logger = _logger(trt)
+    builder = trt.Builder(logger)
+    network = builder.create_network(1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED))
+    parser = trt.OnnxParser(network, logger)
+    if not parser.parse_from_file(str(graph)):
+        errors = "; ".join(str(parser.get_error(i)) for i in range(parser.num_errors))
+        raise EngineError(f"TensorRT cannot parse {graph.name}: {errors}")
+    config = builder.create_builder_config()
+    profile = builder.create_optimization_profile()
+    for name, (lo, opt, hi) in key.profile.shapes.items():
+        profile.set_shape(name, lo, opt, hi)
+    config.add_optimization_profile(profile)
+    if key.stage == "stage1":
+        config.clear_flag(trt.BuilderFlag.TF32)  # durations are rounded: keep full fp32 so they match the CPU
+    if key.backend == "tensorrt-rtx":
+        config.num_compute_capabilities = 1
+        config.set_compute_capability(_compute_capability_enum(trt, key.compute_capability), 0)
+        timing_path = None
+    else:
+        timing_path = _timing_cache_path(cache, key)
+        previous = timing_path.read_bytes() if timing_path.is_file() else b""
+        config.set_timing_cache(config.create_timing_cache(previous), False)
+    if progress:
+        config.progress_monitor = _progress(trt, key.stage)
+    plan = builder.build_serialized_network(network, config)
+    if plan is None:
+        raise EngineError(f"TensorRT could not build {key.stage} (see the TensorRT errors above)")
+    if timing_path is not None:
+        cache.directory.mkdir(parents=True, exist_ok=True)
+        timing_path.write_bytes(bytes(config.get_timing_cache().serialize()))
+    stats = {}
+    for name, pattern in _STAT_PATTERNS.items():
+        found = [int(m.group(1)) for line in logger.lines if (m := pattern.search(line))]
+        if found:
+            stats[name] = found[-1]
+    return bytes(plan), stats
+
+
+@dataclass(frozen=True)
+class Plan:
+    key: PlanKey
+    data: bytes
+    record: PlanRecord
+    built: bool
+
+
+def plan_keys(settings: Settings, graphs: GraphSet, backend: str, version: str, cc: str,
+              max_frames: int | None = None) -> dict[str, PlanKey]:
+    profiles = stage_profiles(settings, max_frames)
+    return {stage: PlanKey(stage, graphs.sha256("float", stage), backend, version, cc,
+                           settings.engine.precision, profiles[stage]) for stage in STAGES}
+
+
+def ensure_plans(settings: Settings, graphs: GraphSet, backend: str, *, max_frames: int | None = None,
+                 rebuild: bool = False, progress: bool = True) -> dict[str, Plan]:
+    """Plans for both stages from the cache, building what is missing, stale or corrupt."""
+    if settings.engine.precision != "fp32":
+        raise EngineError(
+            "precision fp16 is not available yet: a plain fp16 stage 2 outputs NaN and the fp32 islands it "
+            "needs are not done (docs/TENSORRT.md); use fp32"
+        )
+    trt = import_tensorrt(backend)
+    cc = target_compute_capability(settings, backend)
+    cache = PlanCache(Path(settings.engine.engine_dir))
+    plans = {}
+    for stage, key in plan_keys(settings, graphs, backend, trt.__version__, cc, max_frames).items():
+        found = None if rebuild else cache.load(key)
+        if found:
+            plans[stage] = Plan(key, *found, built=False)
+            continue
+        _LOGGER.info("Building %s plan %s (%s %s, sm %s)", stage, key.filename, backend, trt.__version__, cc)
+        started = time.monotonic()
+        data, stats = build_plan(trt, graphs.path("float", stage), key, cache, progress)
+        record = cache.store(key, data, time.monotonic() - started, stats)
+        plans[stage] = Plan(key, data, record, built=True)
+    return plans
+
+
+# ---- build-engine command ----------------------------------------------------------------------------
+
+
+def add_build_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=sorted(TENSORRT_BACKENDS),
+                        help="TensorRT flavour (default: --engine if it names one, else tensorrt-rtx)")
+    parser.add_argument("--precision", choices=["fp32", "fp16"], help="stage-2 precision (default: config)")
+    parser.add_argument("--max-frames", type=int, help="stage-2 profile maximum, 12.5 ms each (default: config)")
+    parser.add_argument("--compute-capability", help="build for this GPU architecture, e.g. 8.6 (TensorRT-RTX)")
+    parser.add_argument("--force", action="store_true", help="rebuild even when valid plans are cached")
+
+
+def _mb(value: int | None) -> str:
+    return "?" if value is None else f"{value / 1e6:.1f}"
+
+
+def build_engine_command(args: argparse.Namespace, settings: Settings) -> int:
+    """Convert the graphs if needed, then build (or confirm) both plans and print what they need."""
+    from ..assets import AssetError, ensure_assets
+    from ..model.graphs import GraphError, ensure_graphs
+
+    backend = args.backend or (settings.engine.backend if settings.engine.backend in TENSORRT_BACKENDS
+                               else "tensorrt-rtx")
+    if args.precision:
+        settings.engine.precision = args.precision
+    if args.compute_capability:
+        settings.engine.compute_capability = args.compute_capability
+    if args.max_frames:
+        settings.engine.max_frames = args.max_frames
+    try:
+        assets = ensure_assets(settings.assets, voices=[])
+        graphs = ensure_graphs(assets.model, settings.assets.data_path)
+        plans = ensure_plans(settings, graphs, backend, rebuild=args.force)
+    except (AssetError, GraphError, EngineError) as err:
+        print(f"build-engine: {err}", file=sys.stderr)
+        return 1
+    print(f"{backend} plans in {settings.engine.engine_dir} (graphs {graphs.key}):")
+    print(f"  {'stage':7} {'plan MB':>8} {'weights MB':>11} {'activations MB':>15} {'build s':>8}  file")
+    for stage, plan in plans.items():
+        r = plan.record
+        state = "built" if plan.built else "cached"
+        print(f"  {stage:7} {_mb(r.plan_bytes):>8} {_mb(r.weights_bytes):>11} {_mb(r.activation_bytes):>15} "
+              f"{r.build_seconds:>8.1f}  {plan.key.filename} ({state})")
+    return 0
+
+
+# The CLI (``__main__``) looks subcommand modules up by these two names.
+add_arguments = add_build_engine_arguments
+run = build_engine_command
