@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-SAMPLES_PER_FRAME = 300
-"""One alignment frame is 12.5 ms at 24 kHz: the decoder upsamples by 10 x 6 and the iSTFT hop is 5."""
+SAMPLES_PER_FRAME = 600
+"""One alignment frame is 25 ms at 24 kHz (x2 in the decoder, x10 x6 in the generator, iSTFT hop 5)."""
 
 
 def frame_counts(durations: np.ndarray, edge_frames: int) -> np.ndarray:
