@@ -1,40 +1,122 @@
-"""Pinyin and Kokoro v1.0 phonemes (misaki's legacy Mandarin path, which the v1.0 voices were trained on)."""
+"""Pinyin of normalised text, and the Kokoro v1.0 phoneme string built from exactly that pinyin.
+
+Readings come in three layers, most specific first: our own phrase table (``data/phrases.tsv``, longest
+match), context rules for polyphonic characters (``data/polyphones.tsv``), then pypinyin for the rest.
+The 一/不 tone changes are applied last (``sandhi``). Words for the phoneme string's spacing come from a
+private jieba tokenizer, so the process-wide one (used by misaki) is neither mutated nor made noisy.
+"""
 
 from __future__ import annotations
 
+import functools
+import logging
 import re
+from collections.abc import Iterator
 
-import jieba
-from misaki.zh import ZHG2P
 from pypinyin import Style, lazy_pinyin
 
+from . import latin, sandhi
+from .data import load_table
+from .normalize import normalize
+
 _HAN = re.compile(r"[\u3400-\u9fff]+")
+_TOKEN = re.compile(r"([\u3400-\u9fff]+)|([。，！？])|([A-Za-z]+(?:['-][A-Za-z]+)*)")
 _PUNCT = {"，": ",", "。": ".", "！": "!", "？": "?"}
 
 
-def _words(text: str) -> list[str]:
-    return [w for w in jieba.lcut(text, cut_all=False) if w.strip()]
+@functools.cache
+def _phrases() -> tuple[dict[str, list[str]], int]:
+    table = {word: reading.split() for word, reading in load_table("phrases.tsv")}
+    return table, max(map(len, table))
+
+
+@functools.cache
+def _rules() -> dict[str, list[tuple[str, re.Pattern[str] | None, re.Pattern[str] | None]]]:
+    rules: dict[str, list[tuple[str, re.Pattern[str] | None, re.Pattern[str] | None]]] = {}
+    for row in load_table("polyphones.tsv"):
+        char, reading, before, after = (*row, "", "")[:4]
+        rules.setdefault(char, []).append(
+            (reading, re.compile(before) if before else None, re.compile(after) if after else None)
+        )
+    return rules
+
+
+@functools.cache
+def _tokenizer():  # -> jieba.Tokenizer (jieba has no type hints)
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    tokenizer = jieba.Tokenizer()
+    for word in _phrases()[0]:
+        tokenizer.add_word(word)
+    return tokenizer
+
+
+def _pypinyin(text: str) -> list[str]:
+    return lazy_pinyin(text, style=Style.TONE3, neutral_tone_with_five=True, errors=lambda chars: [""] * len(chars))
+
+
+def _run_syllables(run: str) -> list[str]:
+    """Citation syllables of one run of Chinese characters, polyphones resolved from context."""
+    phrases, longest = _phrases()
+    fixed: list[str | None] = [None] * len(run)
+    i = 0
+    while i < len(run):
+        for n in range(min(longest, len(run) - i), 0, -1):
+            reading = phrases.get(run[i : i + n])
+            if reading:
+                fixed[i : i + n] = reading
+                i += n
+                break
+        else:
+            i += 1
+    out: list[str] = []
+    start = 0
+    for i in range(len(run) + 1):
+        if i == len(run) or fixed[i] is not None:
+            if start < i:
+                out.extend(_pypinyin(run[start:i]))
+            if i < len(run):
+                out.append(fixed[i])  # type: ignore[arg-type]
+            start = i + 1
+    rules = _rules()
+    for i, char in enumerate(run):
+        if fixed[i] is None and char in rules:
+            for reading, before, after in rules[char]:
+                if (before is None or before.search(run[:i])) and (after is None or after.match(run[i + 1 :])):
+                    out[i] = reading
+                    break
+    return sandhi.apply(run, out)
+
+
+def _han_runs(text: str) -> Iterator[str]:
+    """Runs of characters that are read together: a pause mark or a Latin word ends a run."""
+    return (m[0] for m in _HAN.finditer(text))
 
 
 def pinyin(text: str) -> list[str]:
-    """One TONE3 syllable (neutral tone 5) per Chinese character of ``text``."""
-    out: list[str] = []
-    for run in _HAN.findall(text):
-        for word in _words(run):
-            out.extend(lazy_pinyin(word, style=Style.TONE3, neutral_tone_with_five=True))
-    return out
+    """One TONE3 syllable (neutral tone 5) per Chinese character of ``normalize(text)``, as spoken."""
+    return [s for run in _han_runs(normalize(text)) for s in _run_syllables(run)]
 
 
 def phonemize(sentence: str) -> str:
-    """Kokoro phoneme string for normalised text, built word by word from ``pinyin``."""
+    """Kokoro v1.0 phonemes in misaki's legacy layout: words split by spaces, ``, . ! ?`` attached.
+
+    Syllables are ``pinyin``'s own (same runs, same rules); jieba only decides where the spaces go.
+    Latin words get English phonemes (``latin``), which the model's vocabulary also covers.
+    """
+    from misaki.zh import ZHG2P
+
     parts: list[str] = []
-    for token in re.findall(r"[\u3400-\u9fff]+|[。，！？]|[A-Za-z][A-Za-z ]*", sentence):
-        if token in _PUNCT:
-            parts.append(_PUNCT[token])
-        elif _HAN.fullmatch(token):
-            parts.extend("".join(ZHG2P.py2ipa(s) for s in pinyin(w)) for w in _words(token))
+    for han, mark, word in _TOKEN.findall(normalize(sentence)):
+        if mark:
+            parts.append(_PUNCT[mark])
+        elif word:
+            parts.append(latin.phonemes(word))
         else:
-            parts.append(token.strip())
+            syllables = iter(_run_syllables(han))
+            for w in _tokenizer().lcut(han, HMM=False):
+                parts.append("".join(ZHG2P.py2ipa(next(syllables)) for _ in w))
     text = ""
     for p in parts:
         text += p if p in _PUNCT.values() else (" " if text else "") + p

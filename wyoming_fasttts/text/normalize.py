@@ -1,31 +1,253 @@
-"""Spoken form of Chinese text: full-width to half-width, numbers and symbols read out (wetext)."""
+"""Spoken form of Chinese text: every number read out the way a native reader would, symbols dropped.
+
+Rules run in a fixed order, most specific first (a date must be read before its parts look like a
+subtraction), each one a regular expression plus a reader. The words that steer a reading (measure words
+that take 两, cues for digit-by-digit numbers, units) live in ``data/normalize.yaml``.
+"""
 
 from __future__ import annotations
 
 import functools
 import re
 import unicodedata
+from collections.abc import Callable, Iterable
 
-_PAUSES = str.maketrans({"、": "，", "：": "，", "；": "，", "—": "，", ",": "，", ".": "。", "!": "！", "?": "？",
-                         ":": "，", ";": "，"})
+from .data import load_yaml
+from .numbers import cardinal, decimal, digits
+
+_NUM = r"\d+(?:\.\d+)?"
+_Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
+
+
+def _alternation(words: Iterable[str]) -> str:
+    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+
+
+class _Rules:
+    """The compiled rules; built once from the data file."""
+
+    def __init__(self) -> None:
+        d = load_yaml("normalize.yaml")
+        self.d = d
+        self.units = d["units"]
+        self.temperature = set(d["temperature_units"])
+        self.pauses = str.maketrans(d["pauses"])
+        ordinal, liang = _alternation(d["ordinal_words"]), _alternation(d["liang_words"])
+        self.ordinal_re = re.compile(rf"(?:到\d+)?(?:{ordinal})")
+        self.liang_re = re.compile(rf"(?:到\d+)?(?:{liang})")
+        self.year_before = re.compile(rf"(?:{_alternation(d['year_count_before'])})$")
+        self.year_after = re.compile(rf"(?:{_alternation(d['year_count_after'])})")
+        self.short_year_after = re.compile(rf"(?:{_alternation(d['short_year_count_after'])})")
+        self.year_context = re.compile(rf"(?:{_alternation(d['year_context_before'])})$")
+        self.pre = re.compile(_alternation(d["pre_nfkc"]))
+        self.unit_re = re.compile(rf"\s*(?:{_alternation(self.units)})(?![A-Za-z])")
+        self.rules = self._compile(d)
+
+    def _compile(self, d: dict) -> list[_Rule]:
+        unit = _alternation(self.units)
+        money = _alternation(d["currency_prefix"])
+        cue_before = _alternation(d["digit_cues_before"])
+        cue_after = _alternation(d["digit_cues_after"])
+        ratio = _alternation(d["ratio_cues"])
+        math = "".join(re.escape(s) for s in d["math_symbols"])
+        service = _alternation(d["service_numbers"])
+        return [
+            (re.compile(r"(?<!\d)(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})(?![\d.])(?:\s*[日号])?"), self._ymd),
+            (re.compile(r"(?<!\d)(\d{1,2})月(\d{1,2})(?=[日号])"), self._md),
+            (re.compile(rf"(?:{cue_before})(?:是|为|：|:|\s)*[A-Z]{{0,3}}(?:\d[\d -]*\d|\d)"), self._cued),
+            (re.compile(rf"(?<![\d.])\d{{3,}}(?:-\d+)*(?=\s*(?:{cue_after}))"), self._digit_string),
+            (re.compile(r"(?<![\d.\-])(?:1[3-9]\d{9}|0\d{2,3}-\d{7,8}|400-?\d{3}-?\d{4})(?![\d.])"),
+             self._digit_string),
+            (re.compile(rf"(?<![\d.A-Za-z])(?:{service})(?![\d.])"), self._service),
+            (re.compile(r"(?<![A-Za-z])[A-Z]{1,3}\d{3,}(?![\d.])"), self._digit_string),
+            (re.compile(rf"((?:{ratio})\s*)(\d+)\s*[:：]\s*(\d+)"), self._ratio),
+            (re.compile(r"(?<![\d:])(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?(?![\d:])"), self._clock),
+            (re.compile(r"(?<![\d:])(\d+)[:：](\d+)(?![\d:])"), self._ratio),
+            (re.compile(rf"(-?)({money})\s*(\d[\d,]*(?:\.\d+)?)(万|亿)?"), self._money),
+            (re.compile(rf"(?<![\d.])(-?)({_NUM})\s*([%‰])"), self._percent),
+            (re.compile(r"(?<![\d.,])(-?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d{1,2})元"), self._yuan),
+            (re.compile(r"(?<![\d./])(\d+)/(\d+)(?![\d/])"), self._fraction),
+            (re.compile(rf"(?<![\d.])(-?)({_NUM})\s*[-~～]\s*(?=-?\d)"), self._range),
+            (re.compile(r"(?<!\d)(\d{2,4})(?=年)"), self._year),
+            (re.compile(rf"(?<=\d)\s*([{math}])\s*(?=[-\d])"), self._math),
+            (re.compile(rf"(?<![\d.A-Za-z])(-?)({_NUM})\s*({unit})(?![A-Za-z])"), self._unit),
+            (re.compile(r"(?<![\d.])(-?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"), self._number),
+        ]
+
+    # --- readers -------------------------------------------------------------------------------
+    def _ymd(self, m: re.Match[str]) -> str:
+        y, mo, day = m.groups()
+        return f"{digits(y)}年{cardinal(mo)}月{cardinal(day)}日"
+
+    def _md(self, m: re.Match[str]) -> str:
+        return f"{cardinal(m[1])}月{cardinal(m[2])}"
+
+    def _cued(self, m: re.Match[str]) -> str:
+        text = m[0]
+        start = re.search(r"[A-Z]*\d", text)
+        assert start is not None
+        return text[: start.start()] + _read_code(text[start.start() :])
+
+    def _digit_string(self, m: re.Match[str]) -> str:
+        return _read_code(m[0])
+
+    def _service(self, m: re.Match[str]) -> str:
+        """110, 12345 …: dialled numbers, unless a measure word shows they count something (120个)."""
+        after = m.string[m.end() :]
+        counts = (self.liang_re, self.ordinal_re, self.unit_re, _BIG_OR_MORE)
+        return m[0] if any(r.match(after) for r in counts) else _read_code(m[0])
+
+    def _ratio(self, m: re.Match[str]) -> str:
+        *cue, a, b = m.groups()
+        return f"{cue[0] if cue else ''}{cardinal(a)}比{cardinal(b)}"
+
+    def _clock(self, m: re.Match[str]) -> str:
+        h, mi, s = m.groups()
+        if int(h) > 24 or int(mi) > 59 or (s and int(s) > 59):
+            return f"{cardinal(h)}比{cardinal(mi)}" + (f"比{cardinal(s)}" if s else "")
+        out = cardinal(h, liang=True) + "点"
+        if int(mi) or s:
+            out += ("零" if mi.startswith("0") and int(mi) else "") + cardinal(mi) + "分"
+        if s:
+            out += ("零" if s.startswith("0") and int(s) else "") + cardinal(s) + "秒"
+        return out
+
+    def _money(self, m: re.Match[str]) -> str:
+        sign, symbol, amount, big = m.groups()
+        unit = self.d["currency_prefix"][symbol]
+        amount = amount.replace(",", "")
+        if unit in self.d["jiao_fen_units"] and "." in amount and not big:
+            return ("负" if sign else "") + _yuan(amount)
+        return ("负" if sign else "") + decimal(amount, liang=True) + (big or "") + unit
+
+    def _yuan(self, m: re.Match[str]) -> str:
+        return ("负" if m[1] else "") + _yuan(m[2].replace(",", "") + m[3])
+
+    def _percent(self, m: re.Match[str]) -> str:
+        sign, number, mark = m.groups()
+        return ("负" if sign else "") + ("百分之" if mark == "%" else "千分之") + decimal(number)
+
+    def _fraction(self, m: re.Match[str]) -> str:
+        return f"{cardinal(m[2])}分之{cardinal(m[1])}"
+
+    def _year(self, m: re.Match[str]) -> str:
+        number = m[1]
+        before, after = m.string[: m.start()], m.string[m.end() + 1 :]
+        is_count = bool(self.year_before.search(before) or self.year_after.match(after))
+        if len(number) < 4:
+            is_count = is_count or bool(self.short_year_after.match(after))
+        if len(number) == 3:
+            is_count = is_count or not before.endswith(("公元", "公元前"))
+        elif len(number) == 2 and not number.startswith("0"):
+            is_count = is_count or (int(number) < self.d["short_year_min"] and not self.year_context.search(before))
+        return cardinal(number, liang=True) if is_count else digits(number)
+
+    def _range(self, m: re.Match[str]) -> str:
+        """The left end of 3-5天 or 2020-2024年 reads the way the right end will."""
+        sign, number = m.groups()
+        after = m.string[m.end() :]
+        if len(number) == 4 and re.match(r"\d{4}年", after):
+            return digits(number) + "到"
+        return self._sign(sign, after) + self._read_number("", number, "到" + after) + "到"
+
+    def _sign(self, sign: str, after: str) -> str:
+        """零下 for temperatures, 负 otherwise."""
+        if not sign:
+            return ""
+        unit = re.match(rf"[-~到\d.\s]*({_alternation(self.units)})?", after)
+        reading = self.units.get(unit[1], "") if unit and unit[1] else after.lstrip("-~到0123456789. ")
+        return "零下" if reading.startswith(tuple(self.temperature)) else "负"
+
+    def _math(self, m: re.Match[str]) -> str:
+        return self.d["math_symbols"][m[1]]
+
+    def _unit(self, m: re.Match[str]) -> str:
+        sign, number, unit = m.groups()
+        reading = self.units[unit]
+        return self._sign(sign, reading) + decimal(number, liang=bool(self.liang_re.match(reading))) + reading
+
+    def _number(self, m: re.Match[str]) -> str:
+        sign, whole, frac = m.groups()
+        after = m.string[m.end() :]
+        if "," in whole:
+            return self._sign(sign, after) + decimal(whole.replace(",", "") + (frac or ""))
+        return self._sign(sign, after) + self._read_number(m.string[: m.start()], whole + (frac or ""), after)
+
+    def _read_number(self, before: str, number: str, after: str) -> str:
+        """A bare number: 两 before a measure word, digit by digit for long or zero-led strings."""
+        if "." in number:
+            return decimal(number)
+        if len(number) > 1 and (number.startswith("0") or len(number) >= 7) and not re.match(r"\s*[万亿]", after):
+            return _read_code(number)
+        ordinal = before.endswith("第") or bool(self.ordinal_re.match(after))
+        return cardinal(number, liang=not ordinal and bool(self.liang_re.match(after)), big_liang=not ordinal)
+
+
+_BIG_OR_MORE = re.compile(r"\s*[万亿多年]")
+
+
+def _yuan(amount: str) -> str:
+    """¥12.50 → 十二元五角, ¥0.05 → 五分: the way prices are read, not 十二点五零元."""
+    whole, _, frac = amount.partition(".")
+    frac = (frac + "00")[:2]
+    out = cardinal(whole, liang=True) + "元" if int(whole) else ""
+    if frac[0] != "0":
+        out += cardinal(frac[0], liang=True) + "角"
+    if frac[1] != "0":
+        out += ("零" if out and frac[0] == "0" else "") + cardinal(frac[1], liang=True) + "分"
+    return out or "零元"
+
+
+def _read_code(code: str) -> str:
+    """Phone numbers, codes, room and flight numbers: letters kept, digits one by one with 1 as 幺."""
+    return re.sub(r"\d+", lambda d: digits(d[0], one="幺"), re.sub(r"[\s-]+", "", code))
+
+
+@functools.cache
+def _rules() -> _Rules:
+    return _Rules()
+
+
 _DROP = re.compile(r"[\"'“”‘’«»《》「」『』【】()\[\]{}（）<>〈〉]")
-_KEEP = re.compile(r"[^\u3400-\u9fffA-Za-z。，！？ ]+")
-
-
-@functools.lru_cache(maxsize=1)
-def _wetext():
-    from wetext import Normalizer
-
-    return Normalizer(lang="zh", operator="tn")
+_LATIN = r"[A-Za-z]+(?:['-][A-Za-z]+)*"
+_ELLIPSIS = re.compile(r"(?:\.{3,}|…+|。{3,})")
+_SPOKEN = re.compile(rf"({_LATIN}|[\u3400-\u9fff。，！？]+)|.", re.DOTALL)
+_MARKS = "。，！？"
 
 
 def normalize(text: str) -> str:
-    """Only Chinese characters, Latin words and the pause marks ``。，！？`` remain."""
+    """Only Chinese characters, Latin words and the pause marks ``。，！？`` remain; numbers are read out."""
+    rules = _rules()
+    text = rules.pre.sub(lambda m: rules.d["pre_nfkc"][m[0]], text)
     text = unicodedata.normalize("NFKC", text)
-    text = _wetext().normalize(text) if text.strip() else ""
-    text = re.sub(r"\.{3,}|…+", "，", text)
-    text = _DROP.sub("", text).translate(_PAUSES)
-    text = _KEEP.sub(" ", text)
-    text = re.sub(r"\s*([。，！？])\s*", r"\1", text)
-    text = re.sub(r"([。，！？])[。，！？]+", r"\1", text)
-    return re.sub(r"\s+", " ", text).strip(" ，")
+    text = _ELLIPSIS.sub(lambda m: "。" if not text[m.end() :].strip() else "，", text)
+    for pattern, reader in rules.rules:
+        text = pattern.sub(reader, text)
+    text = _DROP.sub(" ", text).translate(rules.pauses)
+    return _tidy(text)
+
+
+def _tidy(text: str) -> str:
+    """Drop what cannot be spoken; keep one space only between two Latin words; one pause mark per pause."""
+    out: list[str] = []
+    space = False
+    for m in _SPOKEN.finditer(text):
+        token = m[1]
+        if token is None:
+            space = True
+            continue
+        if space and out and out[-1][-1].isascii() and token[0].isascii():
+            out.append(" ")
+        out.append(token)
+        space = False
+    text = "".join(out)
+    text = re.sub(rf"[{_MARKS}]*([{_MARKS}])", lambda m: _strongest(m[0]), text)
+    return text.lstrip(_MARKS).rstrip("，")
+
+
+def _strongest(marks: str) -> str:
+    """A run like ``？。`` or ``，。`` keeps its strongest mark (question over exclamation over stop)."""
+    for mark in "？！。，":
+        if mark in marks:
+            return mark
+    return marks[-1]

@@ -1,0 +1,55 @@
+"""Phonemes for Latin words inside Chinese text (WiFi, GPU, Home Assistant).
+
+There is no English G2P on this path, but Kokoro v1.0's vocabulary holds misaki's English phoneme set, so
+known words are looked up: first our own table of names as Chinese speakers say them
+(``data/latin.tsv``), then misaki's English gold lexicon (shipped inside misaki, no download). Acronyms
+and unknown words are spelled letter by letter, as a Chinese reader does with GPU or USB.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+
+from .data import load_table
+
+_ACRONYM_MAX = 5
+
+
+@functools.cache
+def _table() -> dict[str, str]:
+    return {word.lower(): phonemes for word, phonemes in load_table("latin.tsv")}
+
+
+@functools.cache
+def _lexicon() -> dict[str, str | dict[str, str]]:
+    return json.loads(resources.files("misaki.data").joinpath("us_gold.json").read_text(encoding="utf-8"))
+
+
+def _lookup(word: str) -> str | None:
+    lexicon = _lexicon()
+    for form in (word, word.lower(), word.capitalize()):
+        entry = lexicon.get(form)
+        if isinstance(entry, dict):
+            entry = entry.get("DEFAULT")
+        if entry:
+            return entry
+    return None
+
+
+def spell(word: str) -> str:
+    """Letter names, one English letter word each (A → ˈA)."""
+    return " ".join(p for p in (_lookup(c.upper()) for c in word if c.isalpha()) if p)
+
+
+def phonemes(word: str) -> str:
+    """Phonemes for one Latin word; hyphenated or apostrophe words are read part by part."""
+    known = _table().get(word.lower())
+    if known:
+        return known
+    if "-" in word:
+        return " ".join(phonemes(part) for part in word.split("-") if part)
+    if word.isupper() and len(word) <= _ACRONYM_MAX:
+        return spell(word)
+    return _lookup(word) or spell(word)
