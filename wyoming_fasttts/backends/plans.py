@@ -239,8 +239,14 @@ def _compute_capability_enum(trt: ModuleType, cc: str) -> Any:
     return value
 
 
-def _timing_cache_path(cache: PlanCache, key: PlanKey) -> Path:
-    return cache.directory / f"timing-{key.backend}-{key.backend_version}-sm{key.compute_capability}.cache"
+def _side_cache(directory: Path, kind: str, key: PlanKey) -> Path:
+    """Caches beside the plans that depend on the flavour, its version and the GPU, not on the graphs."""
+    return directory / f"{kind}-{key.backend}-{key.backend_version}-sm{key.compute_capability}.cache"
+
+
+def runtime_cache_path(settings: Settings, key: PlanKey) -> Path:
+    """Where TensorRT-RTX keeps the kernels it compiled on this GPU between runs."""
+    return _side_cache(Path(settings.engine.engine_dir), "runtime", key)
 
 
 def build_plan(trt: ModuleType, graph: Path, key: PlanKey, cache: PlanCache, progress: bool = True
@@ -265,7 +271,7 @@ def build_plan(trt: ModuleType, graph: Path, key: PlanKey, cache: PlanCache, pro
         config.set_compute_capability(_compute_capability_enum(trt, key.compute_capability), 0)
         timing_path = None
     else:
-        timing_path = _timing_cache_path(cache, key)
+        timing_path = _side_cache(cache.directory, "timing", key)
         previous = timing_path.read_bytes() if timing_path.is_file() else b""
         config.set_timing_cache(config.create_timing_cache(previous), False)
     if progress:
