@@ -27,11 +27,14 @@ def create_engine(settings: Settings, assets: ModelAssets) -> Engine:
     """Load, warm up and return the configured engine; raises EngineError with a user-facing reason."""
     backend, reason = resolve_backend(settings)
     _LOGGER.info("Engine: %s (%s)", backend, reason)
-    slots = settings.scheduler.workers or 1
-    if backend == "onnxruntime":
-        from .onnxruntime import OnnxRuntimeEngine
+    if backend in ("onnxruntime", "onnxruntime-cuda"):
+        from .onnxruntime import create_onnxruntime_engine
 
-        engine: Engine = OnnxRuntimeEngine(assets.model, threads=settings.engine.threads, slots=slots)
+        engine: Engine = create_onnxruntime_engine(settings, assets, backend)
+    elif backend in ("tensorrt", "tensorrt-rtx"):
+        from .tensorrt import create_tensorrt_engine
+
+        engine = create_tensorrt_engine(settings, assets, backend)
     else:
         raise EngineError(f"engine backend '{backend}' is not available in this installation")
     engine.warmup()

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ..assets import ModelAssets
+from ..config import Settings
 from ..model.alignment import SAMPLES_PER_FRAME, alignment, frame_counts
 from ..model.split import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS
 from .base import EngineError, EngineMemory, SynthesisItem
@@ -302,7 +304,7 @@ class TensorRTEngine:
         self._cuda.free(self._pool)
 
 
-def create_tensorrt_engine(settings: Any, assets: Any, backend: str) -> TensorRTEngine:
+def create_tensorrt_engine(settings: Settings, assets: ModelAssets, backend: str) -> TensorRTEngine:
     """Graphs and plans from the caches (building what is missing), then the resident engine."""
     from ..model.graphs import ensure_graphs
     from .plans import ensure_plans, runtime_cache_path
