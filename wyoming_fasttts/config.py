@@ -93,6 +93,7 @@ class WatchdogSettings:
     min_free_mb: float
     alloc_failures: int
     backoff_s: float
+    backoff_max_s: float
     fault_injection: bool
 
 

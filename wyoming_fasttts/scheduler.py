@@ -56,6 +56,13 @@ class _EngineLease:
         self.engine = engine
         self.in_flight = 0
         self.retired = False
+        self.closed = threading.Event()
+
+    def close(self) -> None:
+        try:
+            self.engine.close()
+        finally:
+            self.closed.set()
 
 
 class Scheduler:
@@ -97,8 +104,12 @@ class Scheduler:
     def start(self) -> None:
         self._ensure_workers(self._lease.engine.slots)
 
-    def swap_engine(self, engine: Engine) -> Engine:
-        """New batches go to ``engine``; the old one finishes what it holds and is then closed."""
+    def swap_engine(self, engine: Engine) -> threading.Event:
+        """New batches go to ``engine``; the old one finishes what it holds and is then closed.
+
+        The returned event is set once the old engine is closed, so a caller can measure or release what it
+        freed.
+        """
         with self._cond:
             old = self._lease
             self._lease = _EngineLease(engine)
@@ -106,8 +117,8 @@ class Scheduler:
             idle = old.in_flight == 0
         self._ensure_workers(engine.slots)
         if idle:
-            old.engine.close()
-        return old.engine
+            old.close()
+        return old.closed
 
     async def stop(self, timeout: float) -> None:
         """Refuse new work, let queued and running sentences finish (up to ``timeout``), close the engine."""
@@ -122,7 +133,7 @@ class Scheduler:
                 job.loop.call_soon_threadsafe(_fail, job.future, BusyError("server shut down"))
             self._queue.clear()
         if not any(t.is_alive() for t in self._threads):
-            self._lease.engine.close()
+            self._lease.close()
 
     # -- worker side (threads) ----------------------------------------------------------------------------
 
@@ -216,7 +227,7 @@ class Scheduler:
                 close = lease.retired and lease.in_flight == 0
             if close:
                 _LOGGER.info("closing replaced engine %s", engine.name)
-                engine.close()
+                lease.close()
 
     def _report_depth(self) -> None:
         if self._observer:

@@ -1,8 +1,9 @@
 """The running server: assets → engine → scheduler → listeners, and an orderly shutdown on SIGTERM.
 
-Start-up fetches and verifies the model, loads and warms the engine once, then opens the Wyoming port
-(and the HTTP side port and zeroconf advertisement when configured). SIGTERM/SIGINT stop new connections
-first, let requests in progress finish within ``server.shutdown_grace_s``, then close the engine.
+Start-up opens the HTTP side port first (so ``/healthz`` answers and ``/readyz`` says 503 while the model
+loads), fetches and verifies the model, loads and warms the engine once, then opens the Wyoming port, the
+watchdog and the zeroconf advertisement. SIGTERM/SIGINT stop new connections and refuse new requests on open
+ones, let requests in progress finish, and close the engine, all within ``server.shutdown_grace_s``.
 """
 
 from __future__ import annotations
@@ -11,19 +12,74 @@ import asyncio
 import contextlib
 import logging
 import signal
-from dataclasses import dataclass
+import time
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from functools import partial
 from urllib.parse import urlparse
 
 from ..assets import ModelAssets, ensure_assets, load_vocab
 from ..backends import create_engine
 from ..config import Settings
-from ..scheduler import Scheduler, SchedulerObserver
+from ..metrics import Metrics
+from ..scheduler import BusyError, Scheduler, SchedulerObserver
 from ..synthesizer import Synthesizer
 from ..voices import VoiceBank
+from ..watchdog import Detector, Watchdog
+from .http import HttpServer
 from .wyoming import FastTtsHandler, Requests, build_info
 
 _LOGGER = logging.getLogger(__name__)
+
+
+# (api, start) of the request in progress; each Wyoming connection and each HTTP request runs in its own task,
+# and has at most one request at a time, so begin() and end() of one request see the same value.
+_REQUEST: ContextVar[tuple[str, float] | None] = ContextVar("request", default=None)
+
+
+@dataclass
+class ServerRequests(Requests):
+    """Requests that feed the metrics and, once shutdown has begun, refuse new work on open connections."""
+
+    metrics: Metrics = field(default_factory=Metrics)
+    closing: bool = False
+
+    def begin(self, api: str = "wyoming") -> None:
+        if self.closing:
+            raise BusyError("server is shutting down")
+        super().begin()
+        _REQUEST.set((api, time.monotonic()))
+        self.metrics.requests.labels(api).inc()
+        self.metrics.active.inc()
+
+    def end(self) -> None:
+        super().end()
+        self.metrics.active.dec()
+        entry = _REQUEST.get()
+        if entry is not None:
+            self.metrics.request_seconds.labels(entry[0]).observe(time.monotonic() - entry[1])
+
+    def error(self, code: str, api: str = "wyoming") -> None:
+        self.metrics.errors.labels(api, code).inc()
+
+
+class _Observers:
+    """Fans the scheduler's reports out to the metrics, the watchdog's detector and any caller's observer."""
+
+    def __init__(self, *observers: SchedulerObserver) -> None:
+        self._observers = observers
+
+    def batch_done(self, engine: str, size: int, seconds: float, audio_seconds: float) -> None:
+        for observer in self._observers:
+            observer.batch_done(engine, size, seconds, audio_seconds)
+
+    def batch_failed(self, engine: str, size: int, error: BaseException) -> None:
+        for observer in self._observers:
+            observer.batch_failed(engine, size, error)
+
+    def queue_depth(self, depth: int) -> None:
+        for observer in self._observers:
+            observer.queue_depth(depth)
 
 
 @dataclass
@@ -34,20 +90,30 @@ class Runtime:
     assets: ModelAssets
     synth: Synthesizer
     scheduler: Scheduler
-    requests: Requests
+    requests: ServerRequests
+    metrics: Metrics
+    watchdog: Watchdog
 
 
-async def build_runtime(settings: Settings, observer: SchedulerObserver | None = None) -> Runtime:
+async def build_runtime(
+    settings: Settings, observer: SchedulerObserver | None = None, metrics: Metrics | None = None
+) -> Runtime:
+    """Assets, the warmed engine, the scheduler and the watchdog (whose loop ``Watchdog.start`` begins)."""
+    metrics = metrics or Metrics()
     assets = await asyncio.to_thread(ensure_assets, settings.assets)
     voices = VoiceBank(assets)
     voices.check(settings.voice.default)
     engine = await asyncio.to_thread(create_engine, settings, assets)
-    scheduler = Scheduler(engine, settings.scheduler, observer)
+    detector = Detector(settings.watchdog, Watchdog.fault_injection_requested(settings.watchdog))
+    observers = (metrics, detector) if observer is None else (metrics, detector, observer)
+    scheduler = Scheduler(engine, settings.scheduler, _Observers(*observers))
     scheduler.start()
     synth = Synthesizer(settings, voices, load_vocab(assets.vocab), scheduler)
     # The first request would otherwise pay for jieba's dictionary and wetext's grammar loading.
     await synth.prepare("你好，2024年。")
-    return Runtime(settings, assets, synth, scheduler, Requests())
+    watchdog = Watchdog(settings, assets, scheduler, metrics, detector)
+    metrics.ready.set(1)
+    return Runtime(settings, assets, synth, scheduler, ServerRequests(metrics=metrics), metrics, watchdog)
 
 
 async def start_wyoming(runtime: Runtime) -> asyncio.AbstractServer:
@@ -68,14 +134,21 @@ async def start_wyoming(runtime: Runtime) -> asyncio.AbstractServer:
 
 
 async def serve(settings: Settings) -> int:
-    runtime = await build_runtime(settings)
-    server = await start_wyoming(runtime)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, partial(_request_stop, stop, sig))
-    extras = await _start_extras(runtime)
+    metrics = Metrics()
+    http = await start_http(settings, metrics)
+    try:
+        runtime = await build_runtime(settings, metrics=metrics)
+    except BaseException:
+        if http is not None:
+            await http.stop()
+        raise
+    server = await start_wyoming(runtime)
+    extras = await _start_extras(runtime, http)
     try:
         await stop.wait()
     finally:
@@ -83,31 +156,53 @@ async def serve(settings: Settings) -> int:
     return 0
 
 
+async def start_http(settings: Settings, metrics: Metrics) -> HttpServer | None:
+    """The side server, before the model loads (``/readyz`` answers 503 until ``attach``); None if disabled."""
+    if not settings.server.http_uri:
+        return None
+    http = HttpServer(settings, metrics)
+    await http.start()
+    return http
+
+
 def _request_stop(stop: asyncio.Event, sig: signal.Signals) -> None:
     _LOGGER.info("%s received: finishing requests in progress, then exiting", sig.name)
     stop.set()
 
 
-async def _start_extras(runtime: Runtime) -> list:
-    """Optional listeners (HTTP side server, zeroconf); each has async ``stop()``."""
-    extras = []
+async def _start_extras(runtime: Runtime, http: HttpServer | None = None) -> list:
+    """The watchdog and the optional listeners (HTTP side server, zeroconf); each has async ``stop()``.
+
+    Shutdown stops them in this order: the advertisement first, then the watchdog (no reload while draining),
+    then the HTTP server, which lets its requests in progress finish.
+    """
+    extras: list = []
+    await runtime.watchdog.start()
     if runtime.settings.server.zeroconf:
         from .discovery import Advertiser
 
         advertiser = Advertiser(runtime.settings.server.zeroconf, runtime.settings.server.uri)
         await advertiser.start()
         extras.append(advertiser)
+    extras.append(runtime.watchdog)
+    if http is not None:
+        http.attach(runtime)
+        extras.append(http)
     return extras
 
 
 async def shutdown(runtime: Runtime, server: asyncio.AbstractServer, extras: list) -> None:
+    """Stop accepting, finish what is in progress, close the engine; everything within one grace period."""
+    deadline = time.monotonic() + runtime.settings.server.shutdown_grace_s
+    runtime.requests.closing = True
+    runtime.metrics.ready.set(0)
     server.close()
     for extra in extras:
         await extra.stop()
-    grace = runtime.settings.server.shutdown_grace_s
     try:
-        await asyncio.wait_for(runtime.requests.idle.wait(), grace)
+        await asyncio.wait_for(runtime.requests.idle.wait(), max(0.0, deadline - time.monotonic()))
     except asyncio.TimeoutError:
-        _LOGGER.warning("%d requests still running after %.0f s; stopping anyway", runtime.requests.active, grace)
-    await runtime.scheduler.stop(timeout=grace)
+        _LOGGER.warning("%d requests still running at the end of the shutdown grace period; stopping anyway",
+                        runtime.requests.active)
+    await runtime.scheduler.stop(timeout=max(0.0, deadline - time.monotonic()))
     _LOGGER.info("stopped")

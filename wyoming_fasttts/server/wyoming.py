@@ -80,6 +80,9 @@ class Requests:
         if self.active == 0:
             self.idle.set()
 
+    def error(self, code: str) -> None:
+        """A client was sent an error event; the server's metrics count these by code."""
+
 
 @dataclass
 class _Stream:
@@ -262,6 +265,7 @@ class FastTtsHandler(AsyncEventHandler):
 
     async def _send_error(self, text: str, code: str) -> None:
         _LOGGER.info("error to client (%s): %s", code, text)
+        self._requests.error(code)
         with contextlib.suppress(ConnectionError):
             await async_write_event(Error(text=text, code=code).event(), self.writer)
 

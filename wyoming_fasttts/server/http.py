@@ -1,0 +1,228 @@
+"""HTTP side server: health, readiness, Prometheus metrics, a plain TTS API and a page to listen.
+
+For clients that do not speak Wyoming (curl, a browser, monitoring). ``/api/tts`` takes the same path as a
+Wyoming request (validation, text preparation, the shared scheduler), so what it returns is what Home
+Assistant hears. It binds to localhost by default; whatever changes state (``POST /admin/reload``) is refused
+from other hosts and from pages of other origins, whatever the bind address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import logging
+import time
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from aiohttp import web
+
+from ..audio import wav_bytes
+from ..config import Settings
+from ..metrics import CONTENT_TYPE, Metrics
+from ..synthesizer import Synthesizer, TextError
+from ..watchdog import ReloadInProgress
+from .wyoming import _error_code, _feed
+
+if TYPE_CHECKING:
+    from .app import Runtime
+
+_LOGGER = logging.getLogger(__name__)
+
+_STATUS = {"bad-text": 400, "unknown-voice": 400, "busy": 503, "engine": 500, "internal": 500}
+
+
+def _json_error(status: int, message: str, code: str) -> web.Response:
+    return web.json_response({"error": message, "code": code}, status=status)
+
+
+def _is_local(request: web.Request) -> bool:
+    """Loopback TCP peers and unix-socket peers (no address) are this host."""
+    if not request.remote:
+        return True
+    try:
+        address = ipaddress.ip_address(request.remote.split("%")[0])
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
+
+
+def _same_origin(request: web.Request) -> bool:
+    """A browser page from another site may post to localhost; its Origin header gives it away."""
+    origin = request.headers.get("Origin")
+    return origin is None or urlparse(origin).netloc == request.host
+
+
+class HttpServer:
+    """The side server; answers health checks from start-up, everything else once a runtime is attached."""
+
+    def __init__(self, settings: Settings, metrics: Metrics) -> None:
+        self._settings = settings
+        self._metrics = metrics
+        self._runtime: Runtime | None = None
+        self._app = web.Application()
+        self._app.add_routes([
+            web.get("/", self._index),
+            web.get("/healthz", self._healthz),
+            web.get("/readyz", self._readyz),
+            web.get("/metrics", self._metrics_page),
+            web.get("/api/voices", self._voices),
+            web.get("/api/tts", self._tts),
+            web.post("/api/tts", self._tts),
+            web.post("/admin/reload", self._reload),
+        ])
+        self._runner = web.AppRunner(
+            self._app, access_log=None, shutdown_timeout=settings.server.shutdown_grace_s
+        )
+
+    async def start(self) -> None:
+        uri = urlparse(self._settings.server.http_uri)
+        await self._runner.setup()
+        if uri.scheme == "tcp":
+            site: web.BaseSite = web.TCPSite(self._runner, uri.hostname, uri.port)
+        elif uri.scheme == "unix":
+            site = web.UnixSite(self._runner, uri.path)
+        else:
+            await self._runner.cleanup()
+            raise ValueError(f"--http-uri must be tcp://HOST:PORT, unix://PATH or '', not {uri.geturl()}")
+        await site.start()
+        _LOGGER.info("HTTP server (health, metrics, /api/tts) listening on %s", self._settings.server.http_uri)
+
+    def attach(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+
+    async def stop(self) -> None:
+        """Stop accepting; requests in progress finish (up to the shutdown grace period)."""
+        await self._runner.cleanup()
+
+    # -- health -------------------------------------------------------------------------------------------
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.json_response({"status": "alive"})
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        runtime = self._runtime
+        if runtime is None:
+            return web.json_response({"ready": False, "reason": "loading the engine"}, status=503)
+        if runtime.requests.closing:
+            return web.json_response({"ready": False, "reason": "shutting down"}, status=503)
+        engine = runtime.scheduler.engine
+        return web.json_response({"ready": True, "engine": engine.name, "device": engine.device})
+
+    async def _metrics_page(self, request: web.Request) -> web.Response:
+        if self._runtime is not None:
+            await self._runtime.watchdog.sample()  # fresh memory numbers, not the last interval's
+        response = web.Response(body=self._metrics.render())
+        response.headers["Content-Type"] = CONTENT_TYPE
+        return response
+
+    # -- API ----------------------------------------------------------------------------------------------
+
+    def _require_runtime(self) -> Runtime:
+        if self._runtime is None:
+            raise web.HTTPServiceUnavailable(
+                text=json.dumps({"error": "the engine is still loading", "code": "busy"}),
+                content_type="application/json",
+            )
+        return self._runtime
+
+    async def _voices(self, request: web.Request) -> web.Response:
+        synth = self._require_runtime().synth
+        return web.json_response({"voices": synth.voices.names, "default": synth.settings.voice.default})
+
+    async def _tts(self, request: web.Request) -> web.Response:
+        runtime = self._require_runtime()
+        try:
+            params = await _tts_params(request)
+            text, voice, speed = _text_voice_speed(params)
+            name, speed = runtime.synth.check_request(text, voice, speed)
+            pcm = await _speak(runtime, text, name, speed)
+        except Exception as err:
+            code = _error_code(err)
+            if code == "internal":
+                _LOGGER.exception("error handling /api/tts")
+            runtime.requests.error(code, api="http")
+            return _json_error(_STATUS[code], str(err), code)
+        return web.Response(body=wav_bytes(pcm), content_type="audio/wav")
+
+    async def _reload(self, request: web.Request) -> web.Response:
+        if not (_is_local(request) and _same_origin(request)):
+            return _json_error(403, "engine reloads are allowed only from this host", "forbidden")
+        runtime = self._require_runtime()
+        try:
+            result = await runtime.watchdog.reload("manual", ["requested through POST /admin/reload"])
+        except ReloadInProgress as err:
+            return _json_error(409, str(err), "reload-in-progress")
+        except Exception as err:
+            return _json_error(500, f"reload failed, the current engine keeps serving: {err}", "engine")
+        return web.json_response(
+            {"engine": result.engine, "device": result.device, "seconds": round(result.seconds, 3)}
+        )
+
+    async def _index(self, request: web.Request) -> web.Response:
+        page = resources.files(__package__).joinpath("static/index.html").read_bytes()
+        return web.Response(body=page, content_type="text/html", charset="utf-8")
+
+
+async def _tts_params(request: web.Request) -> dict[str, Any]:
+    """Query parameters, overridden by a JSON object, form fields or a text/plain body on POST."""
+    params: dict[str, Any] = dict(request.query)
+    if request.method != "POST" or not request.can_read_body:
+        return params
+    if request.content_type == "application/json":
+        try:
+            body = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise TextError(f"the body is not valid JSON: {err}") from err
+        if not isinstance(body, dict):
+            raise TextError("the JSON body must be an object with 'text' (and optionally 'voice', 'speed')")
+        params.update(body)
+    elif request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        params.update(await request.post())
+    else:
+        params["text"] = await request.text()
+    return params
+
+
+def _text_voice_speed(params: dict[str, Any]) -> tuple[str, str | None, float | None]:
+    text, voice, speed = params.get("text"), params.get("voice") or None, params.get("speed")
+    if not isinstance(text, str):
+        raise TextError("give the text to speak as 'text' (query, form field, JSON or a text/plain body)")
+    if voice is not None and not isinstance(voice, str):
+        raise TextError("'voice' must be a voice name (see /api/voices)")
+    if speed in (None, ""):
+        return text, voice, None
+    try:
+        return text, voice, float(speed)
+    except (TypeError, ValueError):
+        raise TextError(f"'speed' must be a number between 0.5 and 2.0, not {speed!r}") from None
+
+
+async def _speak(runtime: Runtime, text: str, voice: str, speed: float) -> bytes:
+    """The whole answer as 16-bit PCM, through the same path as a Wyoming one-shot request."""
+    synth: Synthesizer = runtime.synth
+    received = time.monotonic()
+    sentences = await synth.prepare(text)
+    runtime.requests.begin("http")
+    speech = synth.speech(voice, speed)
+    feeder = asyncio.create_task(_feed(speech, sentences))
+    parts: list[bytes] = []
+    try:
+        async for pcm, _last in speech.audio():
+            if not parts:
+                runtime.metrics.first_audio_seconds.labels("http").observe(time.monotonic() - received)
+            parts.append(pcm)
+        await feeder
+    except BaseException:
+        speech.cancel()
+        feeder.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await feeder
+        raise
+    finally:
+        runtime.requests.end()
+    return b"".join(parts)
