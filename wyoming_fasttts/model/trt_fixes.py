@@ -103,6 +103,8 @@ def _resize(edit: GraphEdit, node: NodeProto) -> None:
         if a.get("coordinate_transformation_mode") != b"asymmetric" or abs(s - round(s)) > 1e-6:
             raise ValueError(f"unsupported nearest Resize at {node.name}")
         edit.replace(node, _resize_nearest(edit, node, round(s)))
+    elif a.get("mode") == b"linear" and a.get("coordinate_transformation_mode") != b"half_pixel":
+        raise ValueError(f"unsupported linear Resize at {node.name}: only half_pixel is rewritten")
     elif a.get("mode") == b"linear" and s < 1:
         edit.replace(node, _resize_down(edit, node, round(1 / s)))
     elif a.get("mode") == b"linear":
