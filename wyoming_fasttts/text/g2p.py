@@ -12,6 +12,7 @@ import functools
 import logging
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from pypinyin import Style, lazy_pinyin
 
@@ -30,13 +31,29 @@ def _phrases() -> tuple[dict[str, list[str]], int]:
     return table, max(map(len, table))
 
 
+@dataclass(frozen=True)
+class _Rule:
+    reading: str
+    before: re.Pattern[str] | None
+    after: re.Pattern[str] | None
+    always: bool
+
+    def matches(self, run: str, i: int, alone: bool) -> bool:
+        return (
+            (alone or self.always)
+            and (self.before is None or bool(self.before.search(run[:i])))
+            and (self.after is None or bool(self.after.match(run[i + 1 :])))
+        )
+
+
 @functools.cache
-def _rules() -> dict[str, list[tuple[str, re.Pattern[str] | None, re.Pattern[str] | None]]]:
-    rules: dict[str, list[tuple[str, re.Pattern[str] | None, re.Pattern[str] | None]]] = {}
+def _rules() -> dict[str, list[_Rule]]:
+    rules: dict[str, list[_Rule]] = {}
     for row in load_table("polyphones.tsv"):
-        char, reading, before, after = (*row, "", "")[:4]
+        char, reading, before, after, scope = (*row, "", "", "")[:5]
         rules.setdefault(char, []).append(
-            (reading, re.compile(before) if before else None, re.compile(after) if after else None)
+            _Rule(reading, re.compile(before) if before else None, re.compile(after) if after else None,
+                  scope == "always")
         )
     return rules
 
@@ -52,40 +69,56 @@ def _tokenizer():  # -> jieba.Tokenizer (jieba has no type hints)
     return tokenizer
 
 
+def _segment(text: str) -> list[str]:
+    """pypinyin's own phrase segmentation, so we know which characters it read inside a word."""
+    from pypinyin.seg.mmseg import seg
+
+    return list(seg.cut(text)) if text else []
+
+
 def _pypinyin(text: str) -> list[str]:
     return lazy_pinyin(text, style=Style.TONE3, neutral_tone_with_five=True, errors=lambda chars: [""] * len(chars))
 
 
 def _run_syllables(run: str) -> list[str]:
-    """Citation syllables of one run of Chinese characters, polyphones resolved from context."""
+    """Citation syllables of one run of Chinese characters, polyphones resolved from context.
+
+    Context rules only touch characters that neither table read as part of a word: pypinyin's phrase
+    readings (校长) are better than any single-character rule.
+    """
     phrases, longest = _phrases()
-    fixed: list[str | None] = [None] * len(run)
+    out: list[str] = []
+    alone: list[bool] = []  # read by pypinyin outside any of its words
+    fixed: list[bool] = []  # read from our phrase table
+    pending = ""
+
+    def flush() -> None:
+        for word in _segment(pending):
+            out.extend(_pypinyin(word))
+            alone.extend([len(word) == 1] * len(word))
+            fixed.extend([False] * len(word))
+
     i = 0
     while i < len(run):
         for n in range(min(longest, len(run) - i), 0, -1):
             reading = phrases.get(run[i : i + n])
             if reading:
-                fixed[i : i + n] = reading
+                flush()
+                pending = ""
+                out.extend(reading)
+                alone.extend([False] * n)
+                fixed.extend([True] * n)
                 i += n
                 break
         else:
+            pending += run[i]
             i += 1
-    out: list[str] = []
-    start = 0
-    for i in range(len(run) + 1):
-        if i == len(run) or fixed[i] is not None:
-            if start < i:
-                out.extend(_pypinyin(run[start:i]))
-            if i < len(run):
-                out.append(fixed[i])  # type: ignore[arg-type]
-            start = i + 1
+    flush()
     rules = _rules()
     for i, char in enumerate(run):
-        if fixed[i] is None and char in rules:
-            for reading, before, after in rules[char]:
-                if (before is None or before.search(run[:i])) and (after is None or after.match(run[i + 1 :])):
-                    out[i] = reading
-                    break
+        if not fixed[i]:
+            rule = next((r for r in rules.get(char, ()) if r.matches(run, i, alone[i])), None)
+            out[i] = rule.reading if rule else out[i]
     return sandhi.apply(run, out)
 
 

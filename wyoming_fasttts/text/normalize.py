@@ -60,8 +60,9 @@ class _Rules:
              self._digit_string),
             (re.compile(rf"(?<![\d.A-Za-z])(?:{service})(?![\d.])"), self._service),
             (re.compile(r"(?<![A-Za-z])[A-Z]{1,3}\d{3,}(?![\d.])"), self._digit_string),
-            (re.compile(rf"((?:{ratio})\s*)(\d+)\s*[:：]\s*(\d+)"), self._ratio),
-            (re.compile(r"(?<![\d:])(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?(?![\d:])"), self._clock),
+            (re.compile(rf"((?:{ratio})(?:是|为)?\s*)(\d+)\s*[:：]\s*(\d+)"), self._ratio),
+            (re.compile(r"(?<![\d:])(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?(?![\d:])(\s*[-~至]\s*(?=\d{1,2}[:：]\d{2}))?"),
+             self._clock),
             (re.compile(r"(?<![\d:])(\d+)[:：](\d+)(?![\d:])"), self._ratio),
             (re.compile(rf"(-?)({money})\s*(\d[\d,]*(?:\.\d+)?)(万|亿)?"), self._money),
             (re.compile(rf"(?<![\d.])(-?)({_NUM})\s*([%‰])"), self._percent),
@@ -102,7 +103,7 @@ class _Rules:
         return f"{cue[0] if cue else ''}{cardinal(a)}比{cardinal(b)}"
 
     def _clock(self, m: re.Match[str]) -> str:
-        h, mi, s = m.groups()
+        h, mi, s, until = m.groups()
         if int(h) > 24 or int(mi) > 59 or (s and int(s) > 59):
             return f"{cardinal(h)}比{cardinal(mi)}" + (f"比{cardinal(s)}" if s else "")
         out = cardinal(h, liang=True) + "点"
@@ -110,7 +111,7 @@ class _Rules:
             out += ("零" if mi.startswith("0") and int(mi) else "") + cardinal(mi) + "分"
         if s:
             out += ("零" if s.startswith("0") and int(s) else "") + cardinal(s) + "秒"
-        return out
+        return out + ("到" if until else "")
 
     def _money(self, m: re.Match[str]) -> str:
         sign, symbol, amount, big = m.groups()
@@ -125,6 +126,9 @@ class _Rules:
 
     def _percent(self, m: re.Match[str]) -> str:
         sign, number, mark = m.groups()
+        special = self.d["percent_special"].get(number + mark)
+        if special and not sign:
+            return special
         return ("负" if sign else "") + ("百分之" if mark == "%" else "千分之") + decimal(number)
 
     def _fraction(self, m: re.Match[str]) -> str:

@@ -7,20 +7,28 @@ voices were trained on labels without it.
 from __future__ import annotations
 
 import functools
+import re
+from dataclasses import dataclass
 
 from pypinyin import Style, lazy_pinyin
 
 from .data import load_yaml
 
-_DIGITS = "零一二三四五六七八九"
+
+@dataclass(frozen=True)
+class _Rules:
+    yi1_after: re.Pattern[str]
+    yi1_before: re.Pattern[str]
+    unit_after: re.Pattern[str]
+    teen_before: re.Pattern[str]
+    between_same: str
 
 
 @functools.cache
-def _rules() -> tuple[tuple[str, ...], tuple[str, ...], str]:
+def _rules() -> _Rules:
     d = load_yaml("sandhi.yaml")
-    after = tuple(d["yi1_after"])
-    before = tuple(sorted(d["yi1_before"], key=len, reverse=True))
-    return after, before, d["yi_between_same"]
+    patterns = {key: re.compile(d[key]) for key in ("yi1_after", "yi1_before", "unit_after", "teen_before")}
+    return _Rules(**patterns, between_same=d["yi_between_same"])
 
 
 def _base_tone(char: str, syllable: str) -> str:
@@ -32,7 +40,7 @@ def _base_tone(char: str, syllable: str) -> str:
 
 def apply(text: str, syllables: list[str]) -> list[str]:
     """``text`` is a run of Chinese characters with one syllable each; returns the spoken syllables."""
-    after, before, between = _rules()
+    r = _rules()
     out = list(syllables)
     for i, char in enumerate(text):
         if char not in "一不":
@@ -40,16 +48,16 @@ def apply(text: str, syllables: list[str]) -> list[str]:
         if i + 1 >= len(text):
             out[i] = "yi1" if char == "一" else "bu4"
             continue
-        nxt = text[i + 1 :]
-        tone = _base_tone(text[i + 1], syllables[i + 1])
+        before, after = text[:i], text[i + 1 :]
+        lowered = "2" if _base_tone(text[i + 1], syllables[i + 1]) == "4" else "4"
         if char == "不":
-            out[i] = "bu2" if tone == "4" else "bu4"
-        elif (i and text[i - 1].endswith(after)) or nxt.startswith(before) or (
-            nxt.startswith("点") and nxt[1:2] and nxt[1] in _DIGITS
-        ):
+            out[i] = "bu" + lowered
+        elif r.unit_after.match(after) and not r.teen_before.search(before):
+            out[i] = "yi" + lowered
+        elif r.yi1_after.search(before) or r.yi1_before.match(after):
             out[i] = "yi1"
-        elif i and text[i - 1] == text[i + 1] and text[i - 2 : i - 1] != "一":
-            out[i] = between
+        elif before and before[-1] == after[0] and before[-2:-1] != "一":
+            out[i] = r.between_same
         else:
-            out[i] = "yi2" if tone == "4" else "yi4"
+            out[i] = "yi" + lowered
     return out
