@@ -1,0 +1,55 @@
+"""The front end against the evaluation sets: the issue's bar is 97 % of sentences exactly right."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from wyoming_fasttts.text import normalize, pinyin
+from wyoming_fasttts.text.evaluation import load_cases, score_normalize, score_pinyin
+
+DATA = Path(__file__).parent / "data"
+GOAL = 0.97
+# The held-out set was never tuned on; its floor guards against regressions, not the 97 % goal.
+HOLDOUT_FLOOR = {"normalize": 0.95, "pinyin": 0.90}
+
+
+def _report(misses: tuple) -> str:
+    return "\n".join(f"{case.text} -> {got!r}" for case, got in misses[:20])
+
+
+@pytest.fixture(scope="module")
+def eval_cases():
+    cases = load_cases(DATA / "eval.tsv")
+    assert len(cases) >= 300
+    return cases
+
+
+def test_normalize_meets_goal(eval_cases):
+    result = score_normalize(eval_cases, normalize)
+    assert result.share >= GOAL, _report(result.misses)
+
+
+def test_pinyin_meets_goal(eval_cases):
+    result = score_pinyin(eval_cases, pinyin)
+    assert result.share >= GOAL, _report(result.misses)
+
+
+def test_holdout_does_not_regress():
+    cases = load_cases(DATA / "holdout.tsv")
+    assert score_normalize(cases, normalize).share >= HOLDOUT_FLOOR["normalize"]
+    assert score_pinyin(cases, pinyin).share >= HOLDOUT_FLOOR["pinyin"]
+
+
+def test_every_category_is_covered(eval_cases):
+    categories = {c.category for c in eval_cases}
+    wanted = {"year", "date", "time", "cardinal", "liang", "negative", "fraction", "ratio", "percent", "money",
+              "temperature", "unit", "digits", "polyphone", "sandhi", "mixed"}
+    assert wanted <= categories
+
+
+def test_expected_pinyin_has_one_syllable_per_character(eval_cases):
+    for case in eval_cases:
+        han = [ch for ch in case.spoken if "\u3400" <= ch <= "\u9fff"]
+        assert len(han) == len(case.pinyin), case.text
