@@ -20,7 +20,8 @@ def vocab() -> set[str]:
 
 @pytest.mark.parametrize(
     "text",
-    ["", "   ", "😀🎉", "★★★", "...", "？！", "abc", "１２３", "\u200b你好\u3000", "𠀀", "1e10", "--5", "3//4", "¥", "%"],
+    ["", "   ", "😀🎉", "★★★", "...", "？！", "abc", "１２３", "\u200b你好\u3000", "𠀀", "1e10", "--5", "3//4",
+     "¥", "%"],
 )
 def test_odd_input_never_crashes(text):
     spoken = normalize(text)

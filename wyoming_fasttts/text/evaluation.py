@@ -54,6 +54,18 @@ def score_normalize(cases: Iterable[Case], normalize: Callable[[str], str]) -> S
     return score(cases, lambda c: normalize(c.text), lambda c: c.spoken)
 
 
-def score_pinyin(cases: Iterable[Case], pinyin: Callable[[str], list[str]]) -> Score:
-    """Pinyin of the expected spoken form, so a normalisation miss is not counted twice."""
-    return score(cases, lambda c: tuple(pinyin(c.spoken)), lambda c: c.pinyin)
+def score_pinyin(cases: Iterable[Case], pinyin: Callable[[str], list[str]], blind: str = "") -> Score:
+    """Pinyin of the expected spoken form, so a normalisation miss is not counted twice.
+
+    ``blind="一不"`` ignores the tones of those characters: it separates polyphone reading from the
+    tone-change convention, which plain pypinyin does not follow.
+    """
+
+    def masked(case: Case, syllables: Iterable[str]) -> tuple[str, ...]:
+        han = [ch for ch in case.spoken if "\u3400" <= ch <= "\u9fff"]
+        syllables = tuple(syllables)
+        if len(syllables) != len(han):
+            return syllables
+        return tuple(s[:-1] if ch in blind else s for ch, s in zip(han, syllables, strict=True))
+
+    return score(cases, lambda c: masked(c, pinyin(c.spoken)), lambda c: masked(c, c.pinyin))
