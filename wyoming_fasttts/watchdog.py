@@ -27,6 +27,7 @@ import statistics
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .assets import ModelAssets
@@ -262,8 +263,10 @@ class Watchdog:
     """Samples on an interval, decides with a ``Detector``, reloads the engine in place, with backoff."""
 
     def __init__(
-        self, settings: Settings, assets: ModelAssets, scheduler: Scheduler, metrics: Metrics, detector: Detector
+        self, settings: Settings, assets: ModelAssets, scheduler: Scheduler, metrics: Metrics, detector: Detector,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self._clock = clock  # backoff time; replaceable so months of backoff can be checked in a test
         self._settings = settings
         self._cfg = settings.watchdog
         self._assets = assets
@@ -318,7 +321,7 @@ class Watchdog:
         for item in evidence:
             self._metrics.degraded.labels(item.kind).inc()
         reasons = [str(item) for item in evidence]
-        now = time.monotonic()
+        now = self._clock()
         if now < self._next_allowed or self._lock.locked():
             _LOGGER.info("engine degraded (%s); next reload allowed in %.0f s",
                          "; ".join(reasons), max(0.0, self._next_allowed - now))
@@ -329,9 +332,10 @@ class Watchdog:
             self._backoff = self._cfg.backoff_s
         self._last_auto = now
         _LOGGER.warning("engine degraded, reloading: %s", "; ".join(reasons))
-        with contextlib.suppress(ReloadInProgress):
+        try:
             return await self.reload("watchdog", reasons)
-        return None
+        except Exception:  # already logged and counted; the current engine keeps serving
+            return None
 
     async def reload(self, trigger: str, reasons: list[str] | tuple[str, ...] = ()) -> ReloadResult:
         """Build a fresh engine off the event loop, send new work to it, free the old one once it is idle.
@@ -350,7 +354,7 @@ class Watchdog:
                 _LOGGER.exception("engine reload (%s) failed; the current engine keeps serving", trigger)
                 raise
             finally:
-                self._next_allowed = time.monotonic() + self._backoff
+                self._next_allowed = self._clock() + self._backoff
             seconds = time.perf_counter() - started
             old_closed = self._scheduler.swap_engine(engine)
             self.detector.reset()
