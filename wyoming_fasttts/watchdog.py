@@ -288,7 +288,9 @@ class Watchdog:
     async def start(self) -> None:
         engine = self._scheduler.engine
         self._metrics.engine_changed(engine.name, engine.device)
-        await self.sample()
+        sample = await self.sample()
+        _LOGGER.info("watchdog: sampling every %.0f s; RSS %.0f MiB at start", self._cfg.interval_s,
+                     sample.rss_bytes / _MB)
         self._task = asyncio.create_task(self._loop(), name="watchdog")
 
     async def stop(self) -> None:
