@@ -53,7 +53,7 @@ class EngineSettings:
     precision: str
     max_tokens: int
     max_frames: int
-    edge_frames: int
+    tail_frames: int
     device_id: int
     opt_tokens: int
     opt_frames: int

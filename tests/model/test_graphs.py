@@ -48,11 +48,11 @@ def _inputs(text: str, data: dict, voice: str = "zf_xiaobei") -> dict[str, np.nd
             "speed": np.array([1.0], np.float32)}
 
 
-def _two_stage(sessions: dict, flavour: str, feeds: dict, edge_frames: int,
+def _two_stage(sessions: dict, flavour: str, feeds: dict, tail_frames: int,
                durations: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Audio and stage-1 durations; ``durations`` overrides stage 1's to compare stage 2 at equal lengths."""
     own, d, t_en = sessions[f"{flavour}-stage1"].run(None, feeds)
-    frames = frame_counts(own if durations is None else durations, edge_frames)
+    frames = frame_counts(own if durations is None else durations, tail_frames)
     audio = sessions[f"{flavour}-stage2"].run(None, {"alignment": alignment(frames), "d": d, "t_en": t_en,
                                                      "style": feeds["style"]})[0]
     return audio, own
@@ -78,30 +78,29 @@ def test_stages_match_the_reference(setup, text: str) -> None:
     _, data, sessions = setup
     feeds = _inputs(text, data)
     reference = sessions["full"].run(None, feeds)[0]
-    int8_audio, int8_durations = _two_stage(sessions, "int8", feeds, edge_frames=0)
+    int8_audio, int8_durations = _two_stage(sessions, "int8", feeds, tail_frames=0)
     np.testing.assert_array_equal(int8_audio, reference)  # the cut itself changes nothing
     # Float and int8 predictors differ by int8 noise (28-31 dB SNR): a rounded duration may move by one frame.
-    _, float_durations = _two_stage(sessions, "float", feeds, edge_frames=0)
+    _, float_durations = _two_stage(sessions, "float", feeds, tail_frames=0)
     moved = np.abs(float_durations - int8_durations)
     assert moved.max() <= 1 and (moved > 0).mean() <= 0.1
     # With equal durations the float vocoder renders the same spectrum as the int8 reference.
-    float_audio, _ = _two_stage(sessions, "float", feeds, edge_frames=0, durations=int8_durations)
+    float_audio, _ = _two_stage(sessions, "float", feeds, tail_frames=0, durations=int8_durations)
     assert len(float_audio) == len(reference) == int(frame_counts(int8_durations, 0).sum()) * SAMPLES_PER_FRAME
     assert np.isfinite(float_audio).all()
     other_voice = sessions["full"].run(None, _inputs(text, data, "zm_yunxi"))[0]
     assert mel_distance_db(reference, float_audio) < FLOAT_VS_INT8_DB < mel_distance_db(reference, other_voice)
 
 
-def test_edge_capping_removes_silence_not_speech(setup) -> None:
+def test_tail_capping_removes_silence_not_speech(setup) -> None:
     _, data, sessions = setup
     feeds = _inputs(SENTENCES[0], data)
     reference = sessions["full"].run(None, feeds)[0]
-    capped, durations = _two_stage(sessions, "int8", feeds, edge_frames=3)
+    capped, durations = _two_stage(sessions, "int8", feeds, tail_frames=3)
     frames = frame_counts(durations, 0)
-    lead = (frames[0] - 3) * SAMPLES_PER_FRAME
-    assert len(capped) == len(reference) - lead - (frames[-1] - 3) * SAMPLES_PER_FRAME
+    assert len(capped) == len(reference) - (frames[-1] - 3) * SAMPLES_PER_FRAME
     other_voice = sessions["full"].run(None, _inputs(SENTENCES[0], data, "zm_yunxi"))[0]
-    same_span = reference[lead:lead + len(capped)]
+    same_span = reference[: len(capped)]
     assert mel_distance_db(same_span, capped) < 6.0 < mel_distance_db(reference, other_voice)
 
 

@@ -9,6 +9,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from wyoming_fasttts.model.alignment import SAMPLES_PER_FRAME, alignment, frame_counts
+from wyoming_fasttts.model.stft_conv import stft_as_conv
 from wyoming_fasttts.model.trt_fixes import fix_for_tensorrt
 
 
@@ -43,14 +44,30 @@ def test_resize_rewrite_matches_onnxruntime(scale: float, mode: str, transform: 
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 
+def test_stft_as_convolution_matches_onnxruntime_stft() -> None:
+    window = np.hanning(22)[1:-1].astype(np.float32)  # 20 taps, like the generator's
+    consts = [numpy_helper.from_array(np.array(5, np.int64), "hop"), numpy_helper.from_array(window, "win"),
+              numpy_helper.from_array(np.array(20, np.int64), "n")]
+    node = helper.make_node("STFT", ["x", "hop", "win", "n"], ["y"], name="stft", onesided=1)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "L", 1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], consts)
+    make = lambda: helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9)  # noqa: E731
+    x = np.random.default_rng(2).standard_normal((1, 1234, 1)).astype(np.float32)
+    expected = _run(make(), x)
+    got = _run(stft_as_conv(make()), x)
+    assert got.shape == expected.shape
+    # ORT's STFT rounds its float32 twiddles (its Nyquist bin is ~1e-5, not 0): compare at that scale.
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
 def test_resize_rewrite_refuses_what_it_cannot_reproduce() -> None:
     with pytest.raises(ValueError, match="half_pixel"):
         fix_for_tensorrt(_resize_model(2.0, "linear", "align_corners"))
 
 
-def test_frame_counts_cap_only_the_silent_edges() -> None:
+def test_frame_counts_cap_only_the_silent_end() -> None:
     durations = np.array([[18.0, 3.2, 0.4, 5.0, 12.0]], np.float32)
-    assert frame_counts(durations, 3).tolist() == [3, 3, 1, 5, 3]
+    assert frame_counts(durations, 3).tolist() == [18, 3, 1, 5, 3]
     assert frame_counts(durations, 0).tolist() == [18, 3, 1, 5, 12]
     assert frame_counts(np.array([2.0, 9.0]), 4).tolist() == [2, 4]
 

@@ -146,7 +146,7 @@ class _Slot:
         if not self.contexts[stage].execute_async_v3(self.stream):
             raise EngineError(f"TensorRT failed to enqueue {stage}")
 
-    def run(self, item: SynthesisItem, edge_frames: int) -> np.ndarray:
+    def run(self, item: SynthesisItem, tail_frames: int) -> np.ndarray:
         n = len(item.ids) + 2
         if n > self.limits.tokens:
             raise EngineError(f"{len(item.ids)} phoneme ids exceed the engine's {self.limits.tokens - 2}")
@@ -161,7 +161,7 @@ class _Slot:
         self._download("durations", n * 4)
         self.cuda.synchronize(self.stream)
 
-        frames = frame_counts(self.host["durations"].view(np.float32)[:n], edge_frames)
+        frames = frame_counts(self.host["durations"].view(np.float32)[:n], tail_frames)
         total = int(frames.sum())
         if total > self.limits.frames:
             raise EngineError(f"sentence needs {total} frames, the engine holds {self.limits.frames} "
@@ -221,11 +221,11 @@ class TensorRTEngine:
     max_batch = 1
 
     def __init__(self, backend: str, plans: dict[str, Plan], *, device_id: int, limits: Limits, slots: int,
-                 budget_bytes: int, edge_frames: int, runtime_cache_path: Path | None = None) -> None:
+                 budget_bytes: int, tail_frames: int, runtime_cache_path: Path | None = None) -> None:
         self.name = backend
         self.device = f"cuda:{device_id}"
         self._trt = trt = import_tensorrt(backend)
-        self._edge_frames = edge_frames
+        self._tail_frames = tail_frames
         self._cuda = Cuda(device_id)
         self._logger = trt.Logger(trt.Logger.WARNING)
         self._runtime = trt.Runtime(self._logger)
@@ -278,13 +278,13 @@ class TensorRTEngine:
         style = rng.standard_normal(STYLE_DIM).astype(np.float32) * 0.1
         for lane in self._lanes:
             for n in (24, 96):
-                lane.run(SynthesisItem(ids=np.full(n, 16, np.int64), style=style), self._edge_frames)
+                lane.run(SynthesisItem(ids=np.full(n, 16, np.int64), style=style), self._tail_frames)
         self._save_runtime_cache()
 
     def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
         lane = self._free.get()
         try:
-            return [lane.run(item, self._edge_frames) for item in items]
+            return [lane.run(item, self._tail_frames) for item in items]
         finally:
             self._free.put(lane)
 
@@ -316,7 +316,7 @@ def create_tensorrt_engine(settings: Settings, assets: ModelAssets, backend: str
         return TensorRTEngine(
             backend, plans, device_id=eng.device_id, limits=Limits(eng.max_tokens + 2, eng.max_frames),
             slots=settings.scheduler.workers, budget_bytes=eng.memory_budget_mb * 2**20,
-            edge_frames=eng.edge_frames, runtime_cache_path=runtime_cache_path(settings, plans["stage1"].key),
+            tail_frames=eng.tail_frames, runtime_cache_path=runtime_cache_path(settings, plans["stage1"].key),
         )
 
     try:

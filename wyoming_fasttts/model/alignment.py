@@ -11,18 +11,19 @@ SAMPLES_PER_FRAME = 600
 """One alignment frame is 25 ms at 24 kHz (x2 in the decoder, x10 x6 in the generator, iSTFT hop 5)."""
 
 
-def frame_counts(durations: np.ndarray, edge_frames: int) -> np.ndarray:
-    """Integer frames per token from stage 1, the silent boundary tokens capped at ``edge_frames``.
+def frame_counts(durations: np.ndarray, tail_frames: int) -> np.ndarray:
+    """Integer frames per token from stage 1, the silent end token capped at ``tail_frames``.
 
-    The pad tokens at both ends carry the leading and trailing silence: ~1.5 s of a 3.7 s reply, and ~40%
-    of the vocoder's work. Capping them before stage 2 removes that work instead of trimming its output.
-    ``edge_frames`` 0 keeps the model's own durations.
+    The end pad carries ~1 s of trailing silence, over a quarter of the vocoder's work for a short reply:
+    capping it before stage 2 removes that work instead of trimming its output. The start pad is left as
+    the model predicts it: its frames warm up the prosody LSTM and the decoder, and capping them costs the
+    first syllable (Whisper base heard 欢迎 as 按营 with the start capped at 10 frames, 2026-11-29).
+    ``tail_frames`` 0 keeps the model's own durations.
     """
     frames = np.rint(np.asarray(durations, dtype=np.float32).ravel()).astype(np.int64)
     frames = np.maximum(frames, 1)
-    if edge_frames > 0 and len(frames) >= 2:
-        frames[0] = min(frames[0], edge_frames)
-        frames[-1] = min(frames[-1], edge_frames)
+    if tail_frames > 0 and len(frames) >= 2:
+        frames[-1] = min(frames[-1], tail_frames)
     return frames
 
 
