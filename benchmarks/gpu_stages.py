@@ -72,17 +72,29 @@ def _placement(profile_file: str) -> tuple[dict[str, int], dict[str, int], list[
     return dict(Counter(providers.values())), dict(cpu_ops), sorted(per_op.items(), key=lambda kv: -kv[1])[:8]
 
 
+def _claim_cudnn_for_torch() -> None:
+    """Load PyTorch's bundled cuDNN before ONNX Runtime loads an older system one (which breaks torch)."""
+    try:
+        import torch
+    except ImportError:
+        return
+    conv = torch.nn.Conv1d(1, 1, 3).cuda()
+    conv(torch.zeros(1, 1, 8, device="cuda"))
+
+
 def measure(args: argparse.Namespace) -> None:
+    if args.device == "cuda":
+        _claim_cudnn_for_torch()
     import onnx
     import onnxruntime as ort
 
-    from wyoming_fasttts.backends.onnxruntime import cuda_providers, pad_tokens
+    from wyoming_fasttts.backends.onnxruntime import cuda_providers, pad_tokens, session_options
     from wyoming_fasttts.model.alignment import alignment, frame_counts
     from wyoming_fasttts.model.dequantize import dequantize
     from wyoming_fasttts.model.graphs import ensure_graphs
     from wyoming_fasttts.model.trt_fixes import fix_for_tensorrt
 
-    items = json.loads(Path(args.inputs).read_text())
+    items = json.loads(Path(args.inputs).read_text())[: args.items]
     model = Path(args.model)
     t0 = time.time()
     graphs = ensure_graphs(model, Path(args.data_dir))
@@ -100,7 +112,7 @@ def measure(args: argparse.Namespace) -> None:
     base = _gpu_used_mb() if gpu else 0.0
 
     def session(path: Path, name: str) -> ort.InferenceSession:
-        opts = ort.SessionOptions()
+        opts = session_options(args.threads, spin=False)
         opts.enable_profiling = True
         opts.profile_file_prefix = str(tmp / name)
         return ort.InferenceSession(str(path), opts, providers=providers)
@@ -205,6 +217,8 @@ def main() -> None:
     m.add_argument("--vocab", required=True)
     m.add_argument("--data-dir", required=True)
     m.add_argument("--runs", type=int, default=200)
+    m.add_argument("--items", type=int, default=2, help="how many of the prepared sentences to time")
+    m.add_argument("--threads", type=int, default=2, help="ONNX Runtime intra-op threads per session")
     m.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: a smoke test of this script")
     m.add_argument("--budget-s", type=float, default=240.0, help="stop timing after this long")
     m.add_argument("--out", default="gpu_stages.json")

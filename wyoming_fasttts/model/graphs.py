@@ -2,8 +2,9 @@
 
 Two sets come out of one pipeline:
 
-* ``float``: dequantised to standard float32 ops, fixed for TensorRT (NonZero, Resize), split at the
-  duration expansion. TensorRT / TensorRT-RTX build their plans from these; ONNX Runtime CUDA runs them.
+* ``float``: dequantised to standard float32 ops, fixed for TensorRT (NonZero, Resize), the STFT as a
+  convolution (ONNX Runtime CUDA lacks the op), split at the duration expansion. TensorRT and
+  TensorRT-RTX build their plans from these; ONNX Runtime CUDA runs them.
 * ``int8``: the shipped graph split at the same point, for ONNX Runtime on the CPU, where the int8
   kernels are the fast ones and the split lets the host cap the silent edges before the vocoder runs.
 
@@ -25,14 +26,14 @@ from pathlib import Path
 
 import onnx
 
-from . import dequantize, onnx_edit, split, trt_fixes
+from . import dequantize, onnx_edit, split, stft_conv, trt_fixes
 
 _LOGGER = logging.getLogger(__name__)
 
 STAGES = ("stage1", "stage2")
 FLAVOURS = ("float", "int8")
 _MANIFEST = "manifest.json"
-_PIPELINE_MODULES = (dequantize, onnx_edit, split, trt_fixes)
+_PIPELINE_MODULES = (dequantize, onnx_edit, split, stft_conv, trt_fixes)
 
 
 class GraphError(RuntimeError):
@@ -77,8 +78,9 @@ def pipeline_key(model_path: Path) -> str:
 
 
 def tensorrt_graph(model_path: Path) -> onnx.ModelProto:
-    """The whole model as one float graph TensorRT can parse (benchmarks compare it with the split)."""
-    return trt_fixes.fix_for_tensorrt(dequantize.dequantize(onnx.load(str(model_path))))
+    """The whole model as one float graph TensorRT can parse and ONNX Runtime CUDA runs on the GPU."""
+    float_model = dequantize.dequantize(onnx.load(str(model_path)))
+    return stft_conv.stft_as_conv(trt_fixes.fix_for_tensorrt(float_model))
 
 
 def _write_stages(model: onnx.ModelProto, directory: Path, flavour: str) -> dict[str, dict[str, str]]:

@@ -1,0 +1,44 @@
+"""The generator's forward STFT as a strided convolution with a windowed DFT basis.
+
+ONNX Runtime's CUDA provider has no STFT kernel, so the op (and a round trip of its input and output
+between GPU and host) ran on the CPU in the middle of the vocoder. A real, one-sided STFT with a fixed
+window and hop is exactly a Conv1d whose filters are the window times cos / -sin of each bin, which every
+GPU runtime (ONNX Runtime CUDA, TensorRT) runs natively.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import NodeProto, helper
+
+from .onnx_edit import GraphEdit, attributes
+
+
+def _rewrite(edit: GraphEdit, node: NodeProto) -> None:
+    signal, step, window, length = (list(node.input) + [""] * 4)[:4]
+    if not attributes(node).get("onesided", 1) or not (edit.is_initializer(step) and edit.is_initializer(window)):
+        raise ValueError(f"STFT {node.name} is not a one-sided STFT with a constant window and hop")
+    hop = int(edit.array(step))
+    win = edit.array(window).astype(np.float64)
+    n_fft = int(edit.array(length)) if length else len(win)
+    if n_fft != len(win):
+        raise ValueError(f"STFT {node.name}: window of {len(win)} for frames of {n_fft}")
+    bins = n_fft // 2 + 1
+    phase = 2 * np.pi * np.arange(bins)[:, None] * np.arange(n_fft)[None, :] / n_fft
+    basis = np.concatenate([np.cos(phase) * win, -np.sin(phase) * win])[:, None, :].astype(np.float32)
+    p, c = node.name + "/", edit.constant
+    edit.replace(node, [
+        helper.make_node("Transpose", [signal], [p + "x"], perm=[0, 2, 1]),                      # [B, 1, L]
+        helper.make_node("Conv", [p + "x", c(p + "basis", basis)], [p + "spec"], strides=[hop]),  # [B, 2*bins, frames]
+        helper.make_node("Reshape", [p + "spec", c(p + "shape", [0, 2, bins, -1])], [p + "ri"]),  # [B, 2, bins, frames]
+        helper.make_node("Transpose", [p + "ri"], [node.output[0]], perm=[0, 3, 2, 1]),          # [B, frames, bins, 2]
+    ])
+
+
+def stft_as_conv(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Rewrite every STFT in place and return the model."""
+    edit = GraphEdit(model)
+    for node in edit.of_type("STFT"):
+        _rewrite(edit, node)
+    return edit.apply()
