@@ -99,15 +99,16 @@ class OnnxRuntimeEngine:
         del self._stage1, self._stage2
 
 
-def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: str = "onnxruntime"
-                              ) -> OnnxRuntimeEngine:
-    """int8 stages on the CPU (``onnxruntime``) or float stages on CUDA (``onnxruntime-cuda``)."""
+def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: str = "onnxruntime",
+                              flavour: str | None = None) -> OnnxRuntimeEngine:
+    """int8 stages on the CPU (``onnxruntime``) or float stages on CUDA (``onnxruntime-cuda``); ``flavour``
+    "float" on the CPU is the reference the GPU engines are compared with (the very graphs they run)."""
     from ..model.graphs import ensure_graphs
 
     graphs = ensure_graphs(assets.model, settings.assets.data_path)
     eng = settings.engine
     cuda = backend == "onnxruntime-cuda"
-    flavour = "float" if cuda else "int8"
+    flavour = flavour or ("float" if cuda else "int8")
     return OnnxRuntimeEngine(
         graphs.path(flavour, "stage1"), graphs.path(flavour, "stage2"), name=backend, threads=eng.threads,
         slots=settings.scheduler.workers or 1, tail_frames=eng.tail_frames,

@@ -146,7 +146,8 @@ class _Slot:
         if not self.contexts[stage].execute_async_v3(self.stream):
             raise EngineError(f"TensorRT failed to enqueue {stage}")
 
-    def run(self, item: SynthesisItem, tail_frames: int) -> np.ndarray:
+    def run(self, item: SynthesisItem, tail_frames: int) -> tuple[np.ndarray, np.ndarray]:
+        """Audio and the frames per token it was rendered with."""
         n = len(item.ids) + 2
         if n > self.limits.tokens:
             raise EngineError(f"{len(item.ids)} phoneme ids exceed the engine's {self.limits.tokens - 2}")
@@ -175,7 +176,7 @@ class _Slot:
         samples = _audio_samples(s2, self.audio_allocator, total)
         self._download("audio", samples * 4)
         self.cuda.synchronize(self.stream)
-        return self.host["audio"].view(np.float32)[:samples].copy()
+        return self.host["audio"].view(np.float32)[:samples].copy(), frames
 
     def close(self) -> None:
         self.contexts.clear()
@@ -282,9 +283,13 @@ class TensorRTEngine:
         self._save_runtime_cache()
 
     def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
+        return [self.synthesize(item)[0] for item in items]
+
+    def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
+        """Audio and the frames per token it was rendered with (doctor compares those)."""
         lane = self._free.get()
         try:
-            return [lane.run(item, self._tail_frames) for item in items]
+            return lane.run(item, self._tail_frames)
         finally:
             self._free.put(lane)
 
