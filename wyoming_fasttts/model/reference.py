@@ -169,6 +169,10 @@ def _remove_weight_norm(model: nn.Module) -> None:
 
 # ----------------------------------------------------------------------------------- shipped-graph parts
 
+_PHASE_SNAP = 1e-5
+"""|imag| / |real| below which a bin is taken as real (rounding noise of a symmetric frame is ~1e-7)."""
+
+
 class ShippedSTFT(nn.Module):
     """The generator's STFT and iSTFT exactly as the shipped graph computes them (standard conv ops).
 
@@ -194,9 +198,17 @@ class ShippedSTFT(nn.Module):
         self.gain = n_fft / hop
 
     def spectrum(self, padded: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Magnitude and phase [B, K, frames] of an already padded signal [B, N]."""
+        """Magnitude and phase [B, K, frames] of an already padded signal [B, N].
+
+        A frame that is symmetric about its centre (the reflect-padded first and last) has an imaginary
+        part that is zero up to rounding, where the phase of a negative real part jumps between +pi and
+        -pi on the sign of that rounding; it is snapped to the export's -pi so the same frame gives the
+        same phase whatever the rounding (inside a batch or alone, on any kernel).
+        """
         re, im = F.conv1d(padded.unsqueeze(1), self.forward_basis, stride=self.hop).chunk(2, dim=1)
-        return torch.sqrt(re * re + im * im), torch.atan2(im, re)
+        real_axis = im.abs() <= _PHASE_SNAP * re.abs()
+        phase = torch.where(real_axis, torch.where(re < 0, -torch.pi, 0.0), torch.atan2(im, re))
+        return torch.sqrt(re * re + im * im), phase
 
     def transform(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.spectrum(F.pad(x.unsqueeze(1), (self.pad, self.pad), mode="reflect").squeeze(1))
@@ -279,3 +291,271 @@ class ReferenceModel:
         ref = torch.as_tensor(np.asarray(style, np.float32).reshape(1, -1), device=self.device)
         audio, durations = self.kmodel.forward_with_tokens(tokens, ref, speed)
         return Synthesis(audio.float().cpu().numpy().reshape(-1), durations.cpu().numpy().reshape(-1))
+
+
+# --------------------------------------------------------------------------------------- batched forward
+# The same model over a padded batch, written so that each row computes exactly what the row computes
+# alone: every reduction over time is masked to the row's length, every convolution sees zeros past the
+# row's end (as it would see its zero padding), LSTMs run per row length (the reverse direction on rows
+# reversed within their length), and resampling clamps at the row's own last frame. It uses only ops
+# every ONNX parser knows (no Resize, NonZero, ScatterND or LSTM sequence_lens).
+
+_MASK_BIAS = -1e4
+"""Attention logit added for padded keys: exp() underflows to exactly 0, and it stays finite in fp16."""
+
+
+def _mask(lengths: torch.Tensor, size: int | torch.Tensor) -> torch.Tensor:
+    """float [B, 1, size]: 1 inside each row's length."""
+    return (torch.arange(size, device=lengths.device)[None, :] < lengths[:, None]).unsqueeze(1).float()
+
+
+def _instance_norm(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """InstanceNorm1d (biased variance) over each row's valid steps; zero past them."""
+    count = mask.sum(dim=-1, keepdim=True)
+    mean = (x * mask).sum(dim=-1, keepdim=True) / count
+    centred = (x - mean) * mask
+    return centred / torch.sqrt((centred * centred).sum(dim=-1, keepdim=True) / count + eps)
+
+
+def _adain(norm: nn.Module, x: torch.Tensor, s: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    gamma, beta = norm.fc(s).unsqueeze(-1).chunk(2, dim=1)
+    return ((1 + gamma) * _instance_norm(x, mask) + beta) * mask
+
+
+def _upsample2(x: torch.Tensor) -> torch.Tensor:
+    """Nearest-neighbour x2 along time without Resize."""
+    return x.unsqueeze(-1).expand(-1, -1, -1, 2).reshape(x.shape[0], x.shape[1], -1)
+
+
+def _adain_resblk(block: nn.Module, x: torch.Tensor, s: torch.Tensor, mask_in: torch.Tensor,
+                  mask_out: torch.Tensor) -> torch.Tensor:
+    """``AdainResBlk1d`` (prosody F0/N and decoder blocks)."""
+    upsample = block.upsample_type != "none"
+    r = block.actv(_adain(block.norm1, x, s, mask_in))
+    if upsample:
+        r = block.pool(r) * mask_out
+    r = block.conv1(r)
+    r = block.conv2(block.actv(_adain(block.norm2, r, s, mask_out)))
+    shortcut = _upsample2(x) if upsample else x
+    if block.learned_sc:
+        shortcut = block.conv1x1(shortcut)
+    return (r + shortcut) * 2 ** -0.5
+
+
+def _snake(x: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
+    return x + (1 / alpha) * torch.sin(alpha * x) ** 2
+
+
+def _adain_resblock1(block: nn.Module, x: torch.Tensor, s: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``AdaINResBlock1`` (generator resblocks and noise_res)."""
+    for c1, c2, n1, n2, a1, a2 in zip(block.convs1, block.convs2, block.adain1, block.adain2,
+                                      block.alpha1, block.alpha2, strict=True):
+        xt = c1(_snake(_adain(n1, x, s, mask), a1))
+        x = x + c2(_snake(_adain(n2, xt, s, mask), a2))
+    return x
+
+
+def _reverse_index(lengths: torch.Tensor, size: torch.Tensor | int) -> torch.Tensor:
+    """[B, size] index that reverses each row within its length and leaves the padding in place."""
+    t = torch.arange(size, device=lengths.device)[None, :]
+    last = lengths[:, None] - 1
+    return torch.where(t <= last, last - t, t)
+
+
+class _LengthAwareLSTM(nn.Module):
+    """A bidirectional one-layer LSTM whose backward pass starts at each row's last valid step."""
+
+    def __init__(self, lstm: nn.LSTM) -> None:
+        super().__init__()
+        self.forward_lstm, self.backward_lstm = (
+            nn.LSTM(lstm.input_size, lstm.hidden_size, batch_first=True) for _ in range(2))
+        for suffix, target in (("", self.forward_lstm), ("_reverse", self.backward_lstm)):
+            for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+                getattr(target, f"{name}_l0").data.copy_(getattr(lstm, f"{name}_l0{suffix}"))
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """[B, N, C] -> [B, N, 2H]; steps past a row's length hold garbage (callers mask)."""
+        index = _reverse_index(lengths, x.shape[1]).unsqueeze(-1)
+        ahead, _ = self.forward_lstm(x)
+        back, _ = self.backward_lstm(torch.gather(x, 1, index.expand(-1, -1, x.shape[2])))
+        back = torch.gather(back, 1, index.expand(-1, -1, back.shape[2]))
+        return torch.cat([ahead, back], dim=-1)
+
+
+class _Batched(nn.Module):
+    """Shared by both stages: the KModel and length-aware copies of its LSTMs."""
+
+    def __init__(self, kmodel: nn.Module) -> None:
+        super().__init__()
+        self.k = kmodel
+        self.lstms = nn.ModuleDict({name.replace(".", "/"): _LengthAwareLSTM(m)
+                                    for name, m in kmodel.named_modules() if isinstance(m, nn.LSTM)})
+
+    def lstm(self, name: str, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        return self.lstms[name.replace(".", "/")](x, lengths)
+
+
+class BatchedDurations(_Batched):
+    """Stage 1: padded tokens -> per-token frame counts and the features stage 2 aligns."""
+
+    def forward(self, tokens: torch.Tensor, lengths: torch.Tensor, style: torch.Tensor,
+                speed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """tokens [B, T] int64 (``[0, *ids, 0]`` then zeros), lengths [B], style [B, 256], speed [B] ->
+        durations [B, T] float (rounded, >= 1; 0 on padding), d [B, T, 640], t_en [B, 512, T]."""
+        k = self.k
+        mask = _mask(lengths, tokens.shape[1])
+        d_en = k.bert_encoder(self._albert(tokens, mask)).transpose(-1, -2)
+        s = style[:, STYLE_SPLIT:]
+        d = self._duration_encoder(d_en, s, lengths, mask)
+        x = self.lstm("predictor.lstm", d, lengths)
+        durations = torch.sigmoid(k.predictor.duration_proj(x)).sum(dim=-1) / speed[:, None]
+        durations = torch.clamp(torch.round(durations), min=1) * mask[:, 0]
+        return durations, d, self._text_encoder(tokens, lengths, mask)
+
+    def _albert(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        bert = self.k.bert
+        emb = bert.embeddings
+        x = (emb.word_embeddings(tokens) + emb.token_type_embeddings.weight[0]
+             + emb.position_embeddings.weight[: tokens.shape[1]])
+        x = bert.encoder.embedding_hidden_mapping_in(emb.LayerNorm(x))
+        layer = bert.encoder.albert_layer_groups[0].albert_layers[0]
+        att = layer.attention
+        bias = (1 - mask[:, None]) * _MASK_BIAS                                 # [B, 1, 1, T]
+
+        def heads(y: torch.Tensor) -> torch.Tensor:
+            return y.reshape(y.shape[0], y.shape[1], att.num_attention_heads, -1).transpose(1, 2)
+
+        for _ in range(bert.config.num_hidden_layers):
+            q, key, v = heads(att.query(x)), heads(att.key(x)), heads(att.value(x))
+            probs = torch.softmax(torch.matmul(q, key.transpose(2, 3)) * att.scaling + bias, dim=-1)
+            context = torch.matmul(probs, v).transpose(1, 2).reshape(x.shape)
+            x = att.LayerNorm(x + att.dense(context))
+            x = layer.full_layer_layer_norm(layer.ffn_output(layer.activation(layer.ffn(x))) + x)
+        return x
+
+    def _duration_encoder(self, x: torch.Tensor, s: torch.Tensor, lengths: torch.Tensor,
+                          mask: torch.Tensor) -> torch.Tensor:
+        encoder = self.k.predictor.text_encoder
+        styles = s.unsqueeze(-1).expand(-1, -1, x.shape[2])
+        x = torch.cat([x, styles], dim=1) * mask
+        for i, block in enumerate(encoder.lstms):
+            if i % 2:   # AdaLayerNorm
+                x = torch.cat([block(x.transpose(-1, -2), s).transpose(-1, -2), styles], dim=1) * mask
+            else:
+                x = self.lstm(f"predictor.text_encoder.lstms.{i}", x.transpose(-1, -2), lengths)
+                x = x.transpose(-1, -2) * mask
+        return x.transpose(-1, -2)
+
+    def _text_encoder(self, tokens: torch.Tensor, lengths: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        encoder = self.k.text_encoder
+        x = encoder.embedding(tokens).transpose(1, 2) * mask
+        for block in encoder.cnn:
+            x = block(x) * mask
+        x = self.lstm("text_encoder.lstm", x.transpose(1, 2), lengths)
+        return x.transpose(1, 2) * mask
+
+
+class BatchedVocoder(_Batched):
+    """Stage 2: host-built alignment and stage-1 features -> audio of every row, with its length."""
+
+    def forward(self, alignment: torch.Tensor, d: torch.Tensor, t_en: torch.Tensor, style: torch.Tensor,
+                frames: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """alignment [B, T, F] (row b: one-hot columns for its first ``frames[b]`` frames, zeros after),
+        d [B, T, 640], t_en [B, 512, T], style [B, 256], frames [B] int64 ->
+        audio [B, 600 F] (zeros past each row's end), audio_lengths [B] = 600 frames."""
+        k = self.k
+        n_frames = alignment.shape[2]
+        m1, m2 = _mask(frames, n_frames), _mask(2 * frames, 2 * n_frames)
+        s_pred, s_dec = style[:, STYLE_SPLIT:], style[:, :STYLE_SPLIT]
+        en = torch.matmul(d.transpose(-1, -2), alignment)
+        shared = self.lstm("predictor.shared", en.transpose(-1, -2), frames).transpose(-1, -2)
+        f0 = self._prosody(k.predictor.F0, k.predictor.F0_proj, shared, s_pred, m1, m2)
+        noise = self._prosody(k.predictor.N, k.predictor.N_proj, shared, s_pred, m1, m2)
+        dec = k.decoder
+        asr = torch.matmul(t_en, alignment)
+        f0_down = dec.F0_conv(f0.unsqueeze(1)) * m1
+        noise_down = dec.N_conv(noise.unsqueeze(1)) * m1
+        x = _adain_resblk(dec.encode, torch.cat([asr, f0_down, noise_down], dim=1), s_dec, m1, m1)
+        asr_res = dec.asr_res(asr)
+        mask = m1
+        for block in dec.decode:
+            if mask is m1:
+                x = torch.cat([x, asr_res, f0_down, noise_down], dim=1)
+            out_mask = m2 if block.upsample_type != "none" else mask
+            x = _adain_resblk(block, x, s_dec, mask, out_mask)
+            mask = out_mask
+        return self._generator(x, s_dec, f0, 2 * frames)
+
+    @staticmethod
+    def _prosody(blocks: nn.ModuleList, proj: nn.Module, x: torch.Tensor, s: torch.Tensor,
+                 m1: torch.Tensor, m2: torch.Tensor) -> torch.Tensor:
+        mask = m1
+        for block in blocks:
+            out_mask = m2 if block.upsample_type != "none" else mask
+            x = _adain_resblk(block, x, s, mask, out_mask)
+            mask = out_mask
+        return (proj(x) * m2).squeeze(1)
+
+    def _generator(self, x: torch.Tensor, s: torch.Tensor, f0: torch.Tensor,
+                   steps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``Generator.forward`` from [B, 512, 2F] features and the F0 curve [B, 2F] (``steps`` = 2 frames)."""
+        gen = self.k.decoder.generator
+        stft: ShippedSTFT = gen.stft
+        upsample = gen.m_source.l_sin_gen.original.upsample_scale
+        n_samples = steps * upsample
+        har = torch.cat(stft.spectrum(self._reflect_pad(self._source(f0, steps), n_samples, stft.pad)), dim=1)
+        n_spec = n_samples // stft.hop + 1
+        har = har * _mask(n_spec, har.shape[2])
+        lengths = steps
+        for i in range(gen.num_upsamples):
+            x = F.leaky_relu(x, 0.1) * _mask(lengths, x.shape[2])
+            last = i == gen.num_upsamples - 1   # its output gains one step of reflection padding
+            lengths = n_spec if last else lengths * gen.ups[i].stride[0]
+            mask = _mask(lengths, x.shape[2] * gen.ups[i].stride[0] + (1 if last else 0))
+            x_source = _adain_resblock1(gen.noise_res[i], gen.noise_convs[i](har), s, mask)
+            x = gen.ups[i](x)
+            if last:
+                x = gen.reflection_pad(x)
+            x = x + x_source
+            blocks = gen.resblocks[i * gen.num_kernels:(i + 1) * gen.num_kernels]
+            x = sum(_adain_resblock1(b, x, s, mask) for b in blocks) / gen.num_kernels
+        x = gen.conv_post(F.leaky_relu(x) * mask)
+        bins = gen.post_n_fft // 2 + 1
+        audio = stft.overlap_add(torch.exp(x[:, :bins]) * mask, torch.sin(x[:, bins:]))[:, 0]
+        audio = torch.cat([audio[:, :stft.pad] * stft.head_gain, audio[:, stft.pad:] * stft.gain], dim=1)
+        return audio * _mask(n_samples, audio.shape[1])[:, 0], n_samples
+
+    def _source(self, f0: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
+        """Harmonic source [B, 2F x 300]: ``deterministic_sine`` + ``l_linear`` + tanh, per row length.
+
+        The export's linear x1/300 resampling of a nearest-x300 signal returns each step's own value, so
+        phase increments are taken per step; the x300 linear upsampling (half-pixel, clamped at the row's
+        last step) is written as a blend of each step with its neighbours, 150 samples each side.
+        """
+        source = self.k.decoder.generator.m_source
+        gen = source.l_sin_gen.original
+        scale = gen.upsample_scale
+        harmonics = torch.arange(1, gen.dim + 1, dtype=f0.dtype, device=f0.device)
+        rad = torch.remainder(f0.unsqueeze(-1) * harmonics / gen.sampling_rate, 1.0)       # [B, S, 9]
+        phase = torch.cumsum(rad, dim=1) * (2 * torch.pi * scale)
+        inside = _mask(steps - 1, f0.shape[1])[:, 0].unsqueeze(-1)               # a next step exists
+        previous = torch.cat([phase[:, :1], phase[:, :-1]], dim=1)
+        following = torch.cat([phase[:, 1:], phase[:, -1:]], dim=1) * inside + phase * (1 - inside)
+        half = scale // 2
+        r = torch.arange(scale, dtype=f0.dtype, device=f0.device)
+        w_prev = ((half - 0.5 - r) / scale).clamp(min=0)[None, None, :, None]   # weight of the step before
+        w_next = ((r - half + 0.5) / scale).clamp(min=0)[None, None, :, None]   # weight of the step after
+        p, prev, nxt = phase.unsqueeze(2), previous.unsqueeze(2), following.unsqueeze(2)
+        up = p + w_prev * (prev - p) + w_next * (nxt - p)                         # [B, S, scale, 9]
+        up = up.reshape(f0.shape[0], -1, gen.dim)
+        uv = (f0 > gen.voiced_threshold).to(f0.dtype).unsqueeze(-1).expand(-1, -1, scale).reshape(f0.shape[0], -1)
+        sine = torch.sin(up) * gen.sine_amp * uv.unsqueeze(-1)
+        return torch.tanh(source.l_linear(sine)).squeeze(-1)
+
+    @staticmethod
+    def _reflect_pad(x: torch.Tensor, lengths: torch.Tensor, pad: int) -> torch.Tensor:
+        """Reflect padding by ``pad`` at both ends of each row's own length (as ``F.pad(mode='reflect')``)."""
+        t = torch.arange(x.shape[1] + 2 * pad, device=x.device)[None, :] - pad
+        last = lengths[:, None] - 1
+        t = torch.where(t < 0, -t, torch.where(t > last, 2 * last - t, t))
+        return torch.gather(x, 1, t.clamp(min=0, max=x.shape[1] - 1))

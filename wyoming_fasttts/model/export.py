@@ -1,0 +1,222 @@
+"""Batched Kokoro graphs: re-exported from the reference PyTorch model, cached by content, fed by the host.
+
+The shipped export fixes the batch at 1 (squeezed audio, batch-0 gathers, LSTMs without lengths, no
+masks), so it cannot be patched into a batched one. ``reference.BatchedDurations`` / ``BatchedVocoder``
+compute every padded row exactly as the row alone; this module exports them as two graphs with the same
+cut as the batch-1 stage graphs (``split``): stage 1 (text -> durations, features), a host step that turns
+each row's durations into its alignment, stage 2 (alignment -> audio). The cut keeps every shape set by
+an input (TensorRT profiles over B, T and F; no data-dependent output size), and it is where the host
+caps the silent edge tokens before the vocoder spends time on them.
+
+Feeding a batch (numpy only; torch is needed just to export, once):
+
+    feeds1 = stage1_feeds(items)                        # tokens [B,T] int64, lengths [B], style [B,256], speed [B]
+    durations, d, t_en = stage1.run(None, feeds1)
+    feeds2 = stage2_feeds(durations, d, t_en, feeds1, tail_frames)   # alignment [B,T,F], frames [B], ...
+    audio, audio_lengths = stage2.run(None, feeds2)
+    clips = unpad_audio(audio, audio_lengths)
+
+Export: ``python -m wyoming_fasttts.model.export [--data-dir DIR]`` or ``ensure_batched_graphs``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from ..assets import ModelAssets, load_vocab, sha256_of
+from ..backends.base import SynthesisItem
+from . import alignment as host_alignment
+
+_LOGGER = logging.getLogger(__name__)
+
+STAGE1_INPUTS = ("tokens", "lengths", "style", "speed")
+STAGE1_OUTPUTS = ("durations", "d", "t_en")
+STAGE2_INPUTS = ("alignment", "d", "t_en", "style", "frames")
+STAGE2_OUTPUTS = ("audio", "audio_lengths")
+_DYNAMIC = {
+    "tokens": {0: "B", 1: "T"}, "lengths": {0: "B"}, "style": {0: "B"}, "speed": {0: "B"},
+    "durations": {0: "B", 1: "T"}, "d": {0: "B", 1: "T"}, "t_en": {0: "B", 2: "T"},
+    "alignment": {0: "B", 1: "T", 2: "F"}, "frames": {0: "B"}, "audio": {0: "B", 1: "S"},
+    "audio_lengths": {0: "B"},
+}
+OPSET = 20
+_MANIFEST = "manifest.json"
+
+
+class ExportError(RuntimeError):
+    """The batched graphs could not be produced; the message is meant for the user."""
+
+
+# ------------------------------------------------------------------------------------------ host side
+
+def stage1_feeds(items: Sequence[SynthesisItem]) -> dict[str, np.ndarray]:
+    """Stage-1 inputs for a batch: each row ``[0, *ids, 0]`` padded with zeros to the longest."""
+    lengths = np.array([len(item) + 2 for item in items], dtype=np.int64)
+    tokens = np.zeros((len(items), int(lengths.max())), dtype=np.int64)
+    for row, item in enumerate(items):
+        tokens[row, 1:len(item) + 1] = item.ids
+    return {
+        "tokens": tokens,
+        "lengths": lengths,
+        "style": np.stack([np.asarray(item.style, np.float32).reshape(-1) for item in items]),
+        "speed": np.array([item.speed for item in items], dtype=np.float32),
+    }
+
+
+def stage2_feeds(durations: np.ndarray, d: np.ndarray, t_en: np.ndarray, feeds1: dict[str, np.ndarray],
+                 tail_frames: int) -> dict[str, np.ndarray]:
+    """Stage-2 inputs: each row's alignment (``alignment.alignment``, edges capped) zero-padded to the most frames."""
+    lengths = feeds1["lengths"]
+    counts = [host_alignment.frame_counts(durations[row, :n], tail_frames) for row, n in enumerate(lengths)]
+    frames = np.array([c.sum() for c in counts], dtype=np.int64)
+    aligned = np.zeros((len(counts), durations.shape[1], int(frames.max())), dtype=np.float32)
+    for row, c in enumerate(counts):
+        aligned[row, :len(c), :frames[row]] = host_alignment.alignment(c)[0]
+    return {"alignment": aligned, "d": d, "t_en": t_en, "style": feeds1["style"], "frames": frames}
+
+
+def unpad_audio(audio: np.ndarray, audio_lengths: np.ndarray) -> list[np.ndarray]:
+    return [np.ascontiguousarray(audio[row, :n], dtype=np.float32) for row, n in enumerate(audio_lengths)]
+
+
+# ------------------------------------------------------------------------------------------------ export
+
+def _example_batch(max_tokens: int = 40) -> dict[str, np.ndarray]:
+    """Two rows of different lengths: tracing a batch of 1 would bake size-1 broadcasts into the graph."""
+    rng = np.random.default_rng(0)
+    items = [SynthesisItem(rng.integers(1, 170, n), rng.standard_normal(256).astype(np.float32) * 0.2, speed)
+             for n, speed in ((max_tokens, 1.0), (max_tokens // 2, 1.2))]
+    return stage1_feeds(items)
+
+
+def export_batched(assets: ModelAssets, out_dir: Path) -> dict[str, str]:
+    """Write ``stage1.onnx`` and ``stage2.onnx`` into ``out_dir``; returns file name per stage."""
+    import torch
+
+    from . import reference
+
+    kmodel = reference.build_kmodel(assets.model, load_vocab(assets.vocab), deterministic=True)
+    stage1, stage2 = reference.BatchedDurations(kmodel).eval(), reference.BatchedVocoder(kmodel).eval()
+    feeds1 = _example_batch()
+    args1 = tuple(torch.from_numpy(feeds1[name]) for name in STAGE1_INPUTS)
+    with torch.inference_mode():
+        durations, d, t_en = (x.numpy() for x in stage1(*args1))
+    feeds2 = stage2_feeds(durations, d, t_en, feeds1, tail_frames=0)
+    args2 = tuple(torch.from_numpy(feeds2[name]) for name in STAGE2_INPUTS)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for name, module, args, inputs, outputs in (("stage1", stage1, args1, STAGE1_INPUTS, STAGE1_OUTPUTS),
+                                                ("stage2", stage2, args2, STAGE2_INPUTS, STAGE2_OUTPUTS)):
+        path = out_dir / f"{name}.onnx"
+        with torch.no_grad():
+            torch.onnx.export(module, args, str(path), dynamo=False, opset_version=OPSET,
+                              input_names=list(inputs), output_names=list(outputs),
+                              dynamic_axes={k: _DYNAMIC[k] for k in (*inputs, *outputs)})
+        graph = onnx.load(str(path))
+        onnx.checker.check_model(graph)
+        foreign = sorted({n.op_type for n in graph.graph.node if n.domain not in ("", "ai.onnx")})
+        if foreign:
+            raise ExportError(f"{name} has non-standard operators: {foreign}")
+        files[name] = path.name
+    return files
+
+
+# ------------------------------------------------------------------------------------------------ cache
+
+@dataclass(frozen=True)
+class BatchedGraphs:
+    directory: Path
+    stage1: Path
+    stage2: Path
+
+
+def cache_key(model_path: Path) -> str:
+    """Hash of the model's bytes and of the code that builds the graphs from it."""
+    from . import dequantize
+
+    digest = hashlib.sha256(sha256_of(model_path).encode())
+    for source in (Path(__file__), Path(__file__).with_name("reference.py"), Path(dequantize.__file__)):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:20]
+
+
+def _cached(directory: Path, key: str) -> BatchedGraphs | None:
+    try:
+        manifest = json.loads((directory / _MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    paths = {stage: directory / entry["file"] for stage, entry in manifest.get("stages", {}).items()}
+    if manifest.get("key") != key or set(paths) != {"stage1", "stage2"}:
+        return None
+    if any(not p.is_file() or p.stat().st_size != manifest["stages"][s]["bytes"] for s, p in paths.items()):
+        return None
+    return BatchedGraphs(directory, paths["stage1"], paths["stage2"])
+
+
+def ensure_batched_graphs(assets: ModelAssets, data_path: Path) -> BatchedGraphs:
+    """The batched graphs for ``assets.model`` in ``data_path/graphs/batched-<key>``, exported on first use.
+
+    Exporting needs the ``export`` extra (torch, kokoro); a server without it only ever reads the cache.
+    """
+    key = cache_key(assets.model)
+    root = data_path / "graphs"
+    directory = root / f"batched-{key}"
+    found = _cached(directory, key)
+    if found:
+        return found
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".batched-{key}-"))
+    tmp.chmod(0o755)
+    try:
+        try:
+            files = export_batched(assets, tmp)
+        except ImportError as err:
+            raise ExportError(f"batched graphs are not built yet and cannot be here: {err}. Run "
+                              "'python -m wyoming_fasttts.model.export' where the 'export' extra is installed") from err
+        import torch
+
+        manifest = {"key": key, "source": str(assets.model), "torch": torch.__version__,
+                    "stages": {s: {"file": f, "bytes": (tmp / f).stat().st_size, "sha256": sha256_of(tmp / f)}
+                               for s, f in files.items()}}
+        (tmp / _MANIFEST).write_text(json.dumps(manifest, indent=2))
+        shutil.rmtree(directory, ignore_errors=True)
+        try:
+            os.replace(tmp, directory)
+        except OSError:  # another process finished the same export first: use theirs
+            _LOGGER.debug("batched graph cache %s appeared concurrently", directory)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    result = _cached(directory, key)
+    if result is None:
+        raise ExportError(f"batched graph cache {directory} is incomplete after export")
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from ..assets import ensure_assets
+    from ..config import load_settings
+
+    parser = argparse.ArgumentParser(description="Export Kokoro's batched stage graphs into the data dir cache.")
+    parser.add_argument("--config", help="a config file (same keys as config.yaml)")
+    parser.add_argument("--data-dir", help="overrides assets.data_dir")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    settings = load_settings(args.config, {"assets.data_dir": args.data_dir})
+    graphs = ensure_batched_graphs(ensure_assets(settings.assets), settings.assets.data_path)
+    print(json.dumps({"stage1": str(graphs.stage1), "stage2": str(graphs.stage2)}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
