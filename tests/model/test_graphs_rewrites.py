@@ -44,15 +44,17 @@ def test_resize_rewrite_matches_onnxruntime(scale: float, mode: str, transform: 
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 
-def test_stft_as_convolution_matches_onnxruntime_stft() -> None:
+@pytest.mark.parametrize("shape", [(1, 1234, 1), (1, 1234)])
+def test_stft_as_convolution_matches_onnxruntime_stft(shape: tuple[int, ...]) -> None:
     window = np.hanning(22)[1:-1].astype(np.float32)  # 20 taps, like the generator's
     consts = [numpy_helper.from_array(np.array(5, np.int64), "hop"), numpy_helper.from_array(window, "win"),
               numpy_helper.from_array(np.array(20, np.int64), "n")]
     node = helper.make_node("STFT", ["x", "hop", "win", "n"], ["y"], name="stft", onesided=1)
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "L", 1])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], consts)
+    signal = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "L", 1][: len(shape)])
+    graph = helper.make_graph([node], "g", [signal], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              consts)
     make = lambda: helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9)  # noqa: E731
-    x = np.random.default_rng(2).standard_normal((1, 1234, 1)).astype(np.float32)
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
     expected = _run(make(), x)
     got = _run(stft_as_conv(make()), x)
     assert got.shape == expected.shape

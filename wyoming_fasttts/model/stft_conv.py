@@ -29,7 +29,7 @@ def _rewrite(edit: GraphEdit, node: NodeProto) -> None:
     basis = np.concatenate([np.cos(phase) * win, -np.sin(phase) * win])[:, None, :].astype(np.float32)
     p, c = node.name + "/", edit.constant
     edit.replace(node, [
-        helper.make_node("Transpose", [signal], [p + "x"], perm=[0, 2, 1]),                      # [B, 1, L]
+        helper.make_node("Reshape", [signal, c(p + "mono", [0, 1, -1])], [p + "x"]),             # [B, 1, L]
         helper.make_node("Conv", [p + "x", c(p + "basis", basis)], [p + "spec"], strides=[hop]),  # [B, 2*bins, frames]
         helper.make_node("Reshape", [p + "spec", c(p + "shape", [0, 2, bins, -1])], [p + "ri"]),  # [B, 2, bins, frames]
         helper.make_node("Transpose", [p + "ri"], [node.output[0]], perm=[0, 3, 2, 1]),          # [B, frames, bins, 2]
