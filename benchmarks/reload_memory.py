@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wyoming_fasttts.assets import ensure_assets, load_vocab
 from wyoming_fasttts.backends import create_engine
-from wyoming_fasttts.backends.base import SynthesisItem
+from wyoming_fasttts.backends.base import Engine, SynthesisItem
 from wyoming_fasttts.backends.memory import process_rss_bytes
 from wyoming_fasttts.config import load_settings
 from wyoming_fasttts.metrics import Metrics
@@ -95,6 +95,15 @@ async def _client(scheduler: Scheduler, items: list[SynthesisItem], stop: asynci
         k += 1
 
 
+def _int8_on_cuda(settings, assets) -> Engine:
+    """The CPU engine's int8 stage graphs on the CUDA provider (for when the float CUDA graphs do not load)."""
+    from wyoming_fasttts.backends.onnxruntime import create_onnxruntime_engine
+
+    engine = create_onnxruntime_engine(settings, assets, "onnxruntime-cuda", flavour="int8")
+    engine.warmup()
+    return engine
+
+
 def _phase(rows: list[dict], phase: str, key: str, how) -> float | None:
     values = [r[key] for r in rows if r["phase"] == phase and r[key] is not None]
     return how(values) if values else None
@@ -110,10 +119,11 @@ async def run(args: argparse.Namespace) -> dict:
     sampler = Sampler(nvml, args.interval)
     sampler.start()
     sampler.phase = "load engine"
-    engine = await asyncio.to_thread(create_engine, settings, assets)
+    factory = _int8_on_cuda if args.int8_on_cuda else create_engine
+    engine = await asyncio.to_thread(factory, settings, assets)
     scheduler = Scheduler(engine, settings.scheduler, detector)
     scheduler.start()
-    watchdog = Watchdog(settings, assets, scheduler, metrics, detector)
+    watchdog = Watchdog(settings, assets, scheduler, metrics, detector, engine_factory=factory)
     items = _items(load_vocab(assets.vocab), VoiceBank(assets))
 
     stop, tally = asyncio.Event(), {"done": 0, "audio_s": 0.0, "empty": 0, "failed": []}
@@ -169,6 +179,8 @@ def main() -> int:
     parser.add_argument("--warm-s", type=float, default=10.0)
     parser.add_argument("--settle-s", type=float, default=5.0)
     parser.add_argument("--interval", type=float, default=0.1)
+    parser.add_argument("--int8-on-cuda", action="store_true",
+                        help="run the int8 stage graphs on ONNX Runtime's CUDA provider instead of --engine")
     parser.add_argument("--out", help="write the full record (every sample) as JSON here")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -164,27 +164,28 @@ class _Clock:
         return self.now
 
 
-def _watchdog(monkeypatch, clock=time.monotonic, **settings) -> tuple[Watchdog, Scheduler, Metrics]:
+def _stand_in(settings, assets) -> StandInEngine:
+    return StandInEngine()
+
+
+def _watchdog(clock=time.monotonic, factory=_stand_in, **settings) -> tuple[Watchdog, Scheduler, Metrics]:
     StandInEngine.made.clear()
-    monkeypatch.setattr(wd, "create_engine", lambda settings, assets: StandInEngine())
     config = _settings(**settings)
     metrics = Metrics()
     detector = Detector(config.watchdog, Watchdog.fault_injection_requested(config.watchdog))
     scheduler = Scheduler(StandInEngine(), config.scheduler, detector)
     scheduler.start()
     assets = ModelAssets(Path("model.onnx"), Path("vocab.json"), Path("voices"))
-    return Watchdog(config, assets, scheduler, metrics, detector, clock), scheduler, metrics
+    return Watchdog(config, assets, scheduler, metrics, detector, clock, factory), scheduler, metrics
 
 
 def _count(metrics: Metrics, name: str, **labels) -> float:
     return metrics.registry.get_sample_value(name, labels) or 0.0
 
 
-def test_degradation_reloads_with_backoff_that_doubles_while_it_does_not_cure(monkeypatch):
+def test_degradation_reloads_with_backoff_that_doubles_while_it_does_not_cure():
     clock = _Clock()
-    watchdog, scheduler, metrics = _watchdog(
-        monkeypatch, clock, fault_injection=True, backoff_s=10.0, backoff_max_s=40.0
-    )
+    watchdog, scheduler, metrics = _watchdog(clock, fault_injection=True, backoff_s=10.0, backoff_max_s=40.0)
 
     async def scenario() -> list[float]:
         reload_times = []
@@ -205,8 +206,8 @@ def test_degradation_reloads_with_backoff_that_doubles_while_it_does_not_cure(mo
     assert len(StandInEngine.made) == len(times) + 1 and all(e.closed for e in StandInEngine.made)
 
 
-def test_reload_under_load_loses_nothing_and_closes_each_engine_after_its_last_batch(monkeypatch):
-    watchdog, scheduler, metrics = _watchdog(monkeypatch)
+def test_reload_under_load_loses_nothing_and_closes_each_engine_after_its_last_batch():
+    watchdog, scheduler, metrics = _watchdog()
     style = np.zeros(256, np.float32)
 
     async def client(n: int) -> list[bool]:
@@ -236,14 +237,13 @@ def test_reload_under_load_loses_nothing_and_closes_each_engine_after_its_last_b
     assert sum(e.runs for e in StandInEngine.made) == 160
 
 
-def test_a_failed_reload_keeps_the_old_engine_serving(monkeypatch):
-    watchdog, scheduler, metrics = _watchdog(monkeypatch, fault_injection=True, backoff_s=3600.0)
+def _broken(settings, assets):
+    raise AllocationError("CUDA failed to allocate 900 MiB on the GPU: cudaErrorMemoryAllocation")
+
+
+def test_a_failed_reload_keeps_the_old_engine_serving():
+    watchdog, scheduler, metrics = _watchdog(factory=_broken, fault_injection=True, backoff_s=3600.0)
     first = scheduler.engine
-
-    def broken(settings, assets):
-        raise AllocationError("CUDA failed to allocate 900 MiB on the GPU: cudaErrorMemoryAllocation")
-
-    monkeypatch.setattr(wd, "create_engine", broken)
 
     async def scenario():
         assert await watchdog.check() is None  # tried, failed, logged
@@ -260,15 +260,14 @@ def test_a_failed_reload_keeps_the_old_engine_serving(monkeypatch):
     assert _count(metrics, "fasttts_engine_reloads_total", trigger="watchdog") == 0
 
 
-def test_a_second_reload_while_one_runs_is_refused(monkeypatch):
-    watchdog, scheduler, _ = _watchdog(monkeypatch)
+def test_a_second_reload_while_one_runs_is_refused():
     gate = threading.Event()
 
     def slow(settings, assets):
         gate.wait(5)
         return StandInEngine()
 
-    monkeypatch.setattr(wd, "create_engine", slow)
+    watchdog, scheduler, _ = _watchdog(factory=slow)
 
     async def scenario():
         first = asyncio.create_task(watchdog.reload("manual"))

@@ -265,8 +265,10 @@ class Watchdog:
     def __init__(
         self, settings: Settings, assets: ModelAssets, scheduler: Scheduler, metrics: Metrics, detector: Detector,
         clock: Callable[[], float] = time.monotonic,
+        engine_factory: Callable[[Settings, ModelAssets], Engine] = create_engine,
     ) -> None:
         self._clock = clock  # backoff time; replaceable so months of backoff can be checked in a test
+        self._engine_factory = engine_factory
         self._settings = settings
         self._cfg = settings.watchdog
         self._assets = assets
@@ -350,7 +352,7 @@ class Watchdog:
         async with self._lock:
             started = time.perf_counter()
             try:
-                engine = await asyncio.to_thread(create_engine, self._settings, self._assets)
+                engine = await asyncio.to_thread(self._engine_factory, self._settings, self._assets)
             except Exception:
                 self._metrics.reload_failures.inc()
                 _LOGGER.exception("engine reload (%s) failed; the current engine keeps serving", trigger)
