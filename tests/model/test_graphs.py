@@ -24,8 +24,10 @@ from wyoming_fasttts.text.g2p import phonemize
 from wyoming_fasttts.text.normalize import normalize
 
 SENTENCES = ["欢迎使用语音合成系统", "今天天气很好，我们一起去公园散步吧。", "现在是下午三点二十五分。"]
-FLOAT_VS_INT8_DB = 2.5
-"""Measured 0.95-1.2 dB (float and int8 differ by int8 noise); another voice on the same text is 9.8-15 dB."""
+FLOAT_VS_INT8_DB = 3.5
+"""Measured 2.3-2.8 dB: int8 weight noise plus the STFT rewrite, whose exact-zero Nyquist bin keeps that
+bin's phase at +pi like torch.stft where ONNX Runtime's STFT leaves float noise that flips it to -pi at
+random (ORT STFT float graph: 1.0-1.2 dB). Another voice on the same text is 9.8-15 dB away."""
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,11 @@ def _rewrite(edit: GraphEdit, node: NodeProto) -> None:
         raise ValueError(f"STFT {node.name}: window of {len(win)} for frames of {n_fft}")
     bins = n_fft // 2 + 1
     phase = 2 * np.pi * np.arange(bins)[:, None] * np.arange(n_fft)[None, :] / n_fft
-    basis = np.concatenate([np.cos(phase) * win, -np.sin(phase) * win])[:, None, :].astype(np.float32)
+    sine = np.sin(phase)
+    # DC and Nyquist have no imaginary part. Exact zeros there (not float64 residue like 1e-16) keep their
+    # phase where torch.stft, which the model was trained with, puts it: atan2(+0, x<0) = +pi, never -pi.
+    sine[np.abs(sine) < 1e-9] = 0.0
+    basis = np.concatenate([np.cos(phase) * win, -sine * win])[:, None, :].astype(np.float32)
     p, c = node.name + "/", edit.constant
     edit.replace(node, [
         helper.make_node("Reshape", [signal, c(p + "mono", [0, 1, -1])], [p + "x"]),             # [B, 1, L]
