@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import socket
 import sys
 
 from . import __version__
 from .config import ConfigError, Settings, load_settings
+from .server.discovery import default_name
 
 _SUBCOMMANDS = ("serve", "say", "build-engine", "doctor", "bench")
 
@@ -33,7 +33,7 @@ def _add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--uri", help="Wyoming listen address (default: tcp://0.0.0.0:10200)")
     parser.add_argument("--http-uri", help="health/metrics/HTTP API address; '' disables (default tcp://127.0.0.1:10201)")
     parser.add_argument(
-        "--zeroconf", nargs="?", const=f"fasttts-{socket.gethostname()}", help="advertise over mDNS [NAME]"
+        "--zeroconf", nargs="?", const=default_name(), help="advertise _wyoming._tcp over mDNS [as NAME]"
     )
 
 

@@ -96,6 +96,10 @@ class Synthesizer:
         return Speech(self, voice, speed)
 
 
+class SpeechCancelled(ConnectionError):
+    """Adding to a request whose audio can no longer be delivered."""
+
+
 class Speech:
     """One request's audio: sentences go in as they arrive, PCM comes out in order as each is ready.
 
@@ -108,13 +112,18 @@ class Speech:
         self._synth = synth
         self._voice = voice
         self._speed = speed
-        self._room = asyncio.Semaphore(max(2, engine.slots * engine.max_batch))
+        self._window = max(2, engine.slots * engine.max_batch)
+        self._room = asyncio.Semaphore(self._window)
         self._tasks: asyncio.Queue[tuple[asyncio.Task[np.ndarray], bool] | None] = asyncio.Queue()
         self._order = 0
+        self._cancelled = False
 
     async def add(self, sentences: list[Sentence]) -> None:
+        """Queue sentences for synthesis; raises SpeechCancelled once the request has been cancelled."""
         for sentence in sentences:
             await self._room.acquire()
+            if self._cancelled:
+                raise SpeechCancelled("the request was cancelled")
             style = self._synth.voices.style(self._voice, len(sentence.ids))
             item = SynthesisItem(sentence.ids, style, self._speed)
             task = asyncio.create_task(self._synth.scheduler.synthesize(item, self._order))
@@ -136,8 +145,11 @@ class Speech:
             yield to_pcm16(trim_silence(samples, self._synth.settings.audio)), last
 
     def cancel(self) -> None:
-        """The client is gone: drop whatever has not been synthesised yet."""
+        """The client is gone: drop what has not been synthesised, and wake an ``add`` waiting for room."""
+        self._cancelled = True
         while not self._tasks.empty():
             entry = self._tasks.get_nowait()
             if entry is not None:
                 entry[0].cancel()
+        for _ in range(self._window):
+            self._room.release()

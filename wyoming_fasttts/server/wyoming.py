@@ -25,7 +25,7 @@ from .. import __version__
 from ..audio import CHANNELS, SAMPLE_WIDTH, pcm_chunks
 from ..backends.base import SAMPLE_RATE, EngineError
 from ..scheduler import BusyError
-from ..synthesizer import Speech, Synthesizer, TextError
+from ..synthesizer import Speech, SpeechCancelled, Synthesizer, TextError
 from ..text import SentenceBuffer
 from ..voices import UnknownVoiceError
 
@@ -218,7 +218,10 @@ class FastTtsHandler(AsyncEventHandler):
     async def _speak(self, stream: _Stream, sentence: str) -> None:
         pieces = await self._synth.prepare(sentence, first=not stream.spoken)
         stream.spoken = stream.spoken or bool(pieces)
-        await stream.speech.add(pieces)
+        try:
+            await stream.speech.add(pieces)
+        except SpeechCancelled:
+            _LOGGER.debug("dropping text for a stream whose audio failed or whose client left")
 
     async def _stop_stream(self) -> None:
         stream = self._require_stream()
@@ -251,6 +254,8 @@ class FastTtsHandler(AsyncEventHandler):
                 if last:
                     await self.write_event(AudioStop().event())
                     open_cycle = False
+        except ConnectionError:
+            speech.cancel()
         except Exception as err:
             speech.cancel()
             if open_cycle:
