@@ -169,10 +169,6 @@ def _remove_weight_norm(model: nn.Module) -> None:
 
 # ----------------------------------------------------------------------------------- shipped-graph parts
 
-_PHASE_SNAP = 1e-5
-"""|imag| / |real| below which a bin is taken as real (rounding noise of a symmetric frame is ~1e-7)."""
-
-
 class ShippedSTFT(nn.Module):
     """The generator's STFT and iSTFT exactly as the shipped graph computes them (standard conv ops).
 
@@ -198,17 +194,9 @@ class ShippedSTFT(nn.Module):
         self.gain = n_fft / hop
 
     def spectrum(self, padded: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Magnitude and phase [B, K, frames] of an already padded signal [B, N].
-
-        A frame that is symmetric about its centre (the reflect-padded first and last) has an imaginary
-        part that is zero up to rounding, where the phase of a negative real part jumps between +pi and
-        -pi on the sign of that rounding; it is snapped to the export's -pi so the same frame gives the
-        same phase whatever the rounding (inside a batch or alone, on any kernel).
-        """
+        """Magnitude and phase [B, K, frames] of an already padded signal [B, N]."""
         re, im = F.conv1d(padded.unsqueeze(1), self.forward_basis, stride=self.hop).chunk(2, dim=1)
-        real_axis = im.abs() <= _PHASE_SNAP * re.abs()
-        phase = torch.where(real_axis, torch.where(re < 0, -torch.pi, 0.0), torch.atan2(im, re))
-        return torch.sqrt(re * re + im * im), phase
+        return torch.sqrt(re * re + im * im), torch.atan2(im, re)
 
     def transform(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.spectrum(F.pad(x.unsqueeze(1), (self.pad, self.pad), mode="reflect").squeeze(1))
