@@ -63,9 +63,7 @@ def kokoro_modules() -> types.SimpleNamespace:
         if spec is None or not spec.submodule_search_locations:
             raise ImportError("the reference model needs the 'export' extra: pip install 'wyoming-fasttts[export]'"
                               " (kokoro itself with --no-deps)")
-        package = types.ModuleType("kokoro")
-        package.__path__ = list(spec.submodule_search_locations)
-        sys.modules["kokoro"] = package
+        sys.modules["kokoro"] = importlib.util.module_from_spec(spec)  # the package, its __init__ not run
     from kokoro import istftnet, model
 
     return types.SimpleNamespace(KModel=model.KModel, SineGen=istftnet.SineGen)
@@ -169,6 +167,19 @@ def _remove_weight_norm(model: nn.Module) -> None:
 
 # ----------------------------------------------------------------------------------- shipped-graph parts
 
+def _phase(re: torch.Tensor, im: torch.Tensor) -> torch.Tensor:
+    """atan2 spelled out, so torch and every ONNX runtime agree where it is discontinuous.
+
+    Silent stretches feed the STFT a constant, whose bins have a zero (+0 or -0) imaginary part: there
+    ``torch.atan2`` and the exporter's Atan/Where rewrite disagree (+pi vs -pi), and the vocoder hears it.
+    Here a zero of either sign on the negative real axis is +pi (what eager KModel gives for silence).
+    """
+    base = torch.atan(im / re)
+    phase = torch.where(re < 0, torch.where(im >= 0, base + torch.pi, base - torch.pi), base)
+    on_axis = torch.where(im > 0, torch.pi / 2, torch.where(im < 0, -torch.pi / 2, 0.0))
+    return torch.where(re == 0, on_axis, phase)
+
+
 class ShippedSTFT(nn.Module):
     """The generator's STFT and iSTFT exactly as the shipped graph computes them (standard conv ops).
 
@@ -196,7 +207,7 @@ class ShippedSTFT(nn.Module):
     def spectrum(self, padded: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Magnitude and phase [B, K, frames] of an already padded signal [B, N]."""
         re, im = F.conv1d(padded.unsqueeze(1), self.forward_basis, stride=self.hop).chunk(2, dim=1)
-        return torch.sqrt(re * re + im * im), torch.atan2(im, re)
+        return torch.sqrt(re * re + im * im), _phase(re, im)
 
     def transform(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.spectrum(F.pad(x.unsqueeze(1), (self.pad, self.pad), mode="reflect").squeeze(1))
