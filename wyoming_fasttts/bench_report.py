@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .bench_load import LoadResult, Sample
+if TYPE_CHECKING:  # the GPU table imports this module where the Wyoming client is not installed
+    from .bench_load import LoadResult, Sample
 
 MIB = 1 << 20
 

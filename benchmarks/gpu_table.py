@@ -1,0 +1,192 @@
+"""GPU rows of the published table, in one process: PyTorch eager (the reference model on the weights recovered
+from the shipped graph) and, where the engine can be built, our real server in-process, requests interleaved.
+
+Two steps, because the GPU machine has neither the text front end's data nor a network:
+
+    python benchmarks/gpu_table.py prepare --out .gpu/bench/inputs.json   # here: the ids our server sends
+    python benchmarks/gpu_table.py measure --inputs .gpu/bench/inputs.json --model M --vocab V \\
+        [--engine onnxruntime-cuda] [--runs 500] [--concurrency 1,4,8,16,32] --out gpu_table.json
+
+``measure`` always times eager PyTorch on ``inputs.json``'s sentence (its peak is PyTorch's allocator peak).
+With ``--engine`` it also starts the server exactly as ``serve`` does (``build_runtime`` + ``start_wyoming``,
+so text front end, scheduler and protocol are in the timing) on a free port of this process, times one-shot
+requests through the Wyoming client, alternating with eager runs, then closed-loop clients at each
+concurrency level. (``benchmarks/gpu_stages.py`` times the stage graphs themselves; this is the
+end-to-end row.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from wyoming_fasttts.assets import ModelAssets, ensure_assets, load_vocab
+from wyoming_fasttts.bench_report import load_row, summary_ms
+from wyoming_fasttts.config import load_settings
+
+SAMPLE_RATE = 24000
+
+
+def prepare(out: Path, voice: str) -> None:
+    from wyoming_fasttts.bench import WELCOME
+    from wyoming_fasttts.synthesizer import Synthesizer
+    from wyoming_fasttts.voices import VoiceBank
+
+    settings = load_settings()
+    assets = ensure_assets(settings.assets, voices=[voice])
+    voices = VoiceBank(assets)
+    # Only the text path of the synthesiser is used, so it needs no scheduler.
+    pieces = Synthesizer(settings, voices, load_vocab(assets.vocab), scheduler=None).sentences(WELCOME)  # type: ignore[arg-type]
+    items = [{"text": p.text, "ids": p.ids.tolist(), "style": voices.style(voice, len(p.ids)).tolist()} for p in pieces]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"text": WELCOME, "voice": voice, "items": items}, ensure_ascii=False))
+
+
+class Eager:
+    """The reference model; one call = the whole text (each prepared piece in turn), synchronised."""
+
+    def __init__(self, model: Path, vocab: Path, items: list[dict], device: str) -> None:
+        import torch
+
+        from wyoming_fasttts.model.reference import ReferenceModel
+
+        self.torch, self.device = torch, device
+        self.model = ReferenceModel(ModelAssets(model, vocab, model.parent), device=device)
+        self.items = [(it["ids"], np.asarray(it["style"], np.float32)) for it in items]
+
+    def __call__(self) -> tuple[float, float]:
+        start = time.perf_counter()
+        samples = sum(len(self.model.synthesize(ids, style).audio) for ids, style in self.items)
+        return time.perf_counter() - start, samples / SAMPLE_RATE
+
+    def reset_peak(self) -> None:
+        if self.device.startswith("cuda"):
+            self.torch.cuda.reset_peak_memory_stats()
+
+    def peak_mib(self) -> float | None:
+        if not self.device.startswith("cuda"):
+            return None
+        return round(self.torch.cuda.max_memory_allocated() / 2**20, 1)
+
+
+def _row(latencies_s: list[float], audio_s: list[float]) -> dict:
+    row = summary_ms(latencies_s)
+    row["rtf"] = float(np.mean(np.asarray(latencies_s) / np.asarray(audio_s)))
+    row["audio_s"] = float(np.mean(audio_s))
+    return row
+
+
+async def _with_server(args: argparse.Namespace, eager: Eager, text: str, report: dict) -> None:
+    """Our server in this process; one-shot requests alternate with eager runs, then the load levels."""
+    from wyoming_fasttts.bench_load import load, one
+    from wyoming_fasttts.bench_servers import free_port
+    from wyoming_fasttts.server.app import build_runtime, start_wyoming
+    from wyoming_fasttts.watchdog import Nvml
+
+    uri = f"tcp://127.0.0.1:{free_port()}"
+    settings = load_settings(args.config, {"engine.backend": args.engine, "server.uri": uri, "server.http_uri": "",
+                                           "assets.data_dir": args.data_dir, "assets.model_path": args.model})
+    nvml = Nvml.open(settings.engine.device_id)
+    runtime = await build_runtime(settings)
+    server = await start_wyoming(runtime)
+    try:
+        for _ in range(args.warmup):
+            await one(uri, text)
+        eager.reset_peak()
+        ours, eager_s, eager_audio = [], [], []
+        deadline = time.monotonic() + args.budget_s
+        while len(ours) < args.runs and time.monotonic() < deadline:
+            ours.append(await one(uri, text))
+            seconds, audio = eager()
+            eager_s.append(seconds)
+            eager_audio.append(audio)
+        name = f"wyoming-fasttts {args.engine} (server in-process, Wyoming client)"
+        report["rows"]["PyTorch eager fp32 (model.reference)"] = {**_row(eager_s, eager_audio),
+                                                                   "peak_alloc_mib": eager.peak_mib()}
+        report["rows"][name] = {**_row([s.latency_s for s in ours], [s.audio_s for s in ours]),
+                                "engine": runtime.scheduler.engine.name}
+        if nvml is not None:
+            report["process_gpu_mib"] = round((nvml.read()[3] or 0) / 2**20, 1)
+        report["load"] = []
+        for clients in (int(c) for c in args.concurrency.split(",") if c):
+            result = await load(uri, text, clients, max(args.requests, 2 * clients))
+            report["load"].append(load_row(result))
+            print(f"c={clients}: {report['load'][-1]}", flush=True)
+    finally:
+        server.close()
+        await runtime.scheduler.stop(timeout=10)
+
+
+def measure(args: argparse.Namespace) -> None:
+    inputs = json.loads(Path(args.inputs).read_text())
+    eager = Eager(Path(args.model), Path(args.vocab), inputs["items"], args.device)
+    report: dict = {"machine": platform.node(), "date": time.strftime("%Y-%m-%d %H:%M"), "text": inputs["text"],
+                    "rows": {}}
+    try:
+        import torch
+
+        report["torch"] = torch.__version__
+        if args.device.startswith("cuda"):
+            report["gpu"] = torch.cuda.get_device_name(0)
+    except ImportError:
+        pass
+    for _ in range(args.warmup):
+        eager()
+    if args.engine:
+        asyncio.run(_with_server(args, eager, inputs["text"], report))
+    else:
+        eager.reset_peak()
+        deadline = time.monotonic() + args.budget_s
+        runs = []
+        while len(runs) < args.runs and time.monotonic() < deadline:
+            runs.append(eager())
+        report["rows"]["PyTorch eager fp32 (model.reference)"] = {**_row(*map(list, zip(*runs, strict=True))),
+                                                                   "peak_alloc_mib": eager.peak_mib()}
+    Path(args.out).write_text(json.dumps(report, ensure_ascii=False, indent=1))
+    print(f"{report.get('gpu', args.device)}, {inputs['text']}")
+    print("| row | runs | mean ± std ms | p50 | p95 | p99 | RTF | peak alloc MiB |\n|---|---|---|---|---|---|---|---|")
+    for name, r in report["rows"].items():
+        print(f"| {name} | {r['n']} | {r['mean']:.1f} ± {r['std']:.1f} | {r['p50']:.1f} | {r['p95']:.1f} | "
+              f"{r['p99']:.1f} | {r['rtf']:.4f} | {r.get('peak_alloc_mib')} |")
+    for row in report.get("load", []):
+        print(f"c={row['clients']}: {row['qps']:.1f} QPS, p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--out", default=".gpu/bench/inputs.json")
+    p.add_argument("--voice", default="zf_xiaobei")
+    m = sub.add_parser("measure")
+    m.add_argument("--inputs", required=True)
+    m.add_argument("--model", required=True)
+    m.add_argument("--vocab", required=True)
+    m.add_argument("--device", default="cuda", help="torch device for eager (cpu: a smoke test of this script)")
+    m.add_argument("--engine", help="also run our server in-process on this engine (e.g. onnxruntime-cuda)")
+    m.add_argument("--config", help="config file for the server")
+    m.add_argument("--data-dir", help="the server's data dir (converted graphs are cached there)")
+    m.add_argument("--runs", type=int, default=500)
+    m.add_argument("--warmup", type=int, default=10)
+    m.add_argument("--budget-s", type=float, default=240.0, help="stop the timed runs after this long")
+    m.add_argument("--concurrency", default="1,4,8,16,32")
+    m.add_argument("--requests", type=int, default=256, help="timed requests per level, at least 2 x clients")
+    m.add_argument("--out", default="gpu_table.json")
+    args = parser.parse_args()
+    if args.cmd == "prepare":
+        prepare(Path(args.out), args.voice)
+    else:
+        measure(args)
+
+
+if __name__ == "__main__":
+    main()
