@@ -6,7 +6,7 @@ compute every padded row exactly as the row alone; this module exports them as t
 cut as the batch-1 stage graphs (``split``): stage 1 (text -> durations, features), a host step that turns
 each row's durations into its alignment, stage 2 (alignment -> audio). The cut keeps every shape set by
 an input (TensorRT profiles over B, T and F; no data-dependent output size), and it is where the host
-caps the silent edge tokens before the vocoder spends time on them.
+caps the trailing silent token before the vocoder spends time on it.
 
 Feeding a batch (numpy only; torch is needed just to export, once):
 
