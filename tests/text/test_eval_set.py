@@ -11,8 +11,8 @@ from wyoming_fasttts.text.evaluation import load_cases, score_normalize, score_p
 
 DATA = Path(__file__).parent / "data"
 GOAL = 0.97
-# The held-out set was never tuned on; its floor guards against regressions, not the 97 % goal.
-HOLDOUT_FLOOR = {"normalize": 0.95, "pinyin": 0.90}
+# Held-out sets: written before the front end ran on them (README.md says how far each was tuned on since).
+HELD_OUT = ("holdout.tsv", "holdout2.tsv")
 
 
 def _report(misses: tuple) -> str:
@@ -36,10 +36,12 @@ def test_pinyin_meets_goal(eval_cases):
     assert result.share >= GOAL, _report(result.misses)
 
 
-def test_holdout_does_not_regress():
-    cases = load_cases(DATA / "holdout.tsv")
-    assert score_normalize(cases, normalize).share >= HOLDOUT_FLOOR["normalize"]
-    assert score_pinyin(cases, pinyin).share >= HOLDOUT_FLOOR["pinyin"]
+@pytest.mark.parametrize("name", HELD_OUT)
+def test_held_out_sets_meet_goal(name):
+    cases = load_cases(DATA / name)
+    assert len(cases) >= 60
+    for result in (score_normalize(cases, normalize), score_pinyin(cases, pinyin)):
+        assert result.share >= GOAL, _report(result.misses)
 
 
 def test_every_category_is_covered(eval_cases):
@@ -49,7 +51,8 @@ def test_every_category_is_covered(eval_cases):
     assert wanted <= categories
 
 
-def test_expected_pinyin_has_one_syllable_per_character(eval_cases):
-    for case in eval_cases:
+@pytest.mark.parametrize("name", ("eval.tsv", *HELD_OUT))
+def test_expected_pinyin_has_one_syllable_per_character(name):
+    for case in load_cases(DATA / name):
         han = [ch for ch in case.spoken if "\u3400" <= ch <= "\u9fff"]
         assert len(han) == len(case.pinyin), case.text

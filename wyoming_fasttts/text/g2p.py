@@ -1,9 +1,10 @@
 """Pinyin of normalised text, and the Kokoro v1.0 phoneme string built from exactly that pinyin.
 
-Readings come in three layers, most specific first: our own phrase table (``data/phrases.tsv``, longest
-match), context rules for polyphonic characters (``data/polyphones.tsv``), then pypinyin for the rest.
-The 一/不 tone changes are applied last (``sandhi``). Words for the phoneme string's spacing come from a
-private jieba tokenizer, so the process-wide one (used by misaki) is neither mutated nor made noisy.
+A private jieba tokenizer (which knows our phrase table) splits each run into words; the process-wide
+one (used by misaki) is neither mutated nor made noisy. Each word is read, most specific first, from
+our phrase table (``data/phrases.tsv``), from CC-CEDICT (``lexicon``), or by pypinyin; context rules
+(``data/polyphones.tsv``) then settle polyphonic characters no word covered, and the 一/不 tone changes
+come last (``sandhi``). The phoneme string uses the same words for its spaces.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 from pypinyin import Style, lazy_pinyin
 
-from . import latin, sandhi
+from . import latin, lexicon, sandhi
 from .data import load_table
 from .normalize import normalize
 
@@ -80,45 +81,78 @@ def _pypinyin(text: str) -> list[str]:
     return lazy_pinyin(text, style=Style.TONE3, neutral_tone_with_five=True, errors=lambda chars: [""] * len(chars))
 
 
-def _run_syllables(run: str) -> list[str]:
-    """Citation syllables of one run of Chinese characters, polyphones resolved from context.
-
-    Context rules only touch characters that neither table read as part of a word: pypinyin's phrase
-    readings (校长) are better than any single-character rule.
-    """
-    phrases, longest = _phrases()
-    out: list[str] = []
-    alone: list[bool] = []  # read by pypinyin outside any of its words
-    fixed: list[bool] = []  # read from our phrase table
-    pending = ""
-
-    def flush() -> None:
-        for word in _segment(pending):
-            out.extend(_pypinyin(word))
-            alone.extend([len(word) == 1] * len(word))
-            fixed.extend([False] * len(word))
-
-    i = 0
-    while i < len(run):
-        for n in range(min(longest, len(run) - i), 0, -1):
-            reading = phrases.get(run[i : i + n])
-            if reading:
-                flush()
-                pending = ""
-                out.extend(reading)
-                alone.extend([False] * n)
-                fixed.extend([True] * n)
+def _split(text: str, lookup) -> Iterator[tuple[str, tuple[tuple[str, ...], bool] | None]]:
+    """Longest known words of ``lookup`` inside ``text`` (left to right); the gaps come back unknown."""
+    i, pending, longest = 0, "", max(_phrases()[1], 4)
+    while i < len(text):
+        for n in range(min(longest, len(text) - i), 1, -1):
+            known = lookup(text[i : i + n])
+            if known:
+                if pending:
+                    yield pending, None
+                    pending = ""
+                yield text[i : i + n], known
                 i += n
                 break
         else:
-            pending += run[i]
+            pending += text[i]
             i += 1
-    flush()
+    if pending:
+        yield pending, None
+
+
+def _ours(word: str) -> tuple[tuple[str, ...], bool] | None:
+    reading = _phrases()[0].get(word)
+    return (tuple(reading), True) if reading else None
+
+
+def _cedict(word: str) -> tuple[tuple[str, ...], bool] | None:
+    reading = lexicon.reading(word)
+    return (reading, False) if reading else None
+
+
+def _pieces(token: str) -> Iterator[tuple[str, tuple[tuple[str, ...], bool] | None]]:
+    """A jieba word with its reading: ours first, also inside it (jieba's 晒太阳 holds our 太阳), then
+    CC-CEDICT's for the word or the gaps between ours (True marks a reading from our phrase table)."""
+    for part, ours in _split(token, _ours):
+        if ours:
+            yield part, ours
+        elif known := _cedict(part):
+            yield part, known
+        else:
+            yield from _split(part, _cedict)
+
+
+def _run_syllables(run: str) -> list[str]:
+    """Citation syllables of one run of Chinese characters, polyphones resolved from context.
+
+    Words come from the private jieba tokenizer (which knows our phrase table), so overlapping phrases are
+    settled by word frequency (声音|调小, not 声|音调|小). Each word is read from our phrase table, else
+    from CC-CEDICT (``lexicon``), else by pypinyin. Context rules only touch characters that none of
+    these read as part of a word: a word reading (校长) is better than any single-character rule.
+    """
+    out: list[str] = []
+    alone: list[bool] = []  # read outside any known word
+    fixed: list[bool] = []  # read from our phrase table
+    for token in _tokenizer().lcut(run, HMM=False):
+        for word, known in _pieces(token):
+            if known and known[1]:
+                out.extend(known[0])
+                alone.extend([False] * len(word))
+                fixed.extend([True] * len(word))
+                continue
+            for piece in _segment(word):
+                out.extend(_pypinyin(piece))
+                alone.extend([len(piece) == 1 and not known] * len(piece))
+                fixed.extend([False] * len(piece))
+            if known:
+                start = len(out) - len(word)
+                out[start:] = [k or s for k, s in zip(known[0], out[start:], strict=True)]
     rules = _rules()
     for i, char in enumerate(run):
-        if not fixed[i]:
-            rule = next((r for r in rules.get(char, ()) if r.matches(run, i, alone[i])), None)
-            out[i] = rule.reading if rule else out[i]
+        rule = next((r for r in rules.get(char, ()) if r.matches(run, i, alone[i])), None)
+        if rule and (rule.always or not fixed[i]):
+            out[i] = rule.reading
     return sandhi.apply(run, out)
 
 
