@@ -53,6 +53,7 @@ class EngineSettings:
     precision: str
     max_tokens: int
     max_frames: int
+    batched: str
     tail_frames: int
     device_id: int
     opt_tokens: int
@@ -206,6 +207,8 @@ def validate(settings: Settings) -> None:
     """Reject values that would only fail later, deep inside a request."""
     if settings.engine.backend not in BACKENDS:
         raise ConfigError(f"engine.backend must be one of {', '.join(BACKENDS)}")
+    if settings.engine.batched not in ("auto", "always", "never"):
+        raise ConfigError("engine.batched must be auto, always or never")
     if settings.engine.precision not in ("fp32", "fp16"):
         raise ConfigError("engine.precision must be fp32 or fp16")
     if not 0.5 <= settings.voice.speed <= 2.0:

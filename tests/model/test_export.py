@@ -19,14 +19,8 @@ import pytest
 from wyoming_fasttts.assets import ensure_assets, load_vocab
 from wyoming_fasttts.backends.base import SynthesisItem
 from wyoming_fasttts.config import load_settings
-from wyoming_fasttts.model.export import (
-    STAGE1_INPUTS,
-    STAGE2_INPUTS,
-    ensure_batched_graphs,
-    stage1_feeds,
-    stage2_feeds,
-    unpad_audio,
-)
+from wyoming_fasttts.model.batching import STAGE1_INPUTS, STAGE2_INPUTS, stage1_feeds, stage2_feeds, unpad_audio
+from wyoming_fasttts.model.export import ensure_batched_graphs
 from wyoming_fasttts.model.parity import mel_distance_db
 from wyoming_fasttts.text.g2p import phonemize
 from wyoming_fasttts.text.normalize import normalize

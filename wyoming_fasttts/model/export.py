@@ -8,13 +8,7 @@ each row's durations into its alignment, stage 2 (alignment -> audio). The cut k
 an input (TensorRT profiles over B, T and F; no data-dependent output size), and it is where the host
 caps the trailing silent token before the vocoder spends time on it.
 
-Feeding a batch (numpy only; torch is needed just to export, once):
-
-    feeds1 = stage1_feeds(items)                        # tokens [B,T] int64, lengths [B], style [B,256], speed [B]
-    durations, d, t_en = stage1.run(None, feeds1)
-    feeds2 = stage2_feeds(durations, d, t_en, feeds1, tail_frames)   # alignment [B,T,F], frames [B], ...
-    audio, audio_lengths = stage2.run(None, feeds2)
-    clips = unpad_audio(audio, audio_lengths)
+Feeding a batch at run time is ``batching``'s job (numpy only; torch is needed just to export, once).
 
 Export: ``python -m wyoming_fasttts.model.export [--data-dir DIR]`` or ``ensure_batched_graphs``.
 """
@@ -37,14 +31,10 @@ import onnx
 
 from ..assets import ModelAssets, load_vocab, sha256_of
 from ..backends.base import SynthesisItem
-from . import alignment as host_alignment
+from .batching import STAGE1_INPUTS, STAGE1_OUTPUTS, STAGE2_INPUTS, STAGE2_OUTPUTS, stage1_feeds, stage2_feeds
 
 _LOGGER = logging.getLogger(__name__)
 
-STAGE1_INPUTS = ("tokens", "lengths", "style", "speed")
-STAGE1_OUTPUTS = ("durations", "d", "t_en")
-STAGE2_INPUTS = ("alignment", "d", "t_en", "style", "frames")
-STAGE2_OUTPUTS = ("audio", "audio_lengths")
 _DYNAMIC = {
     "tokens": {0: "B", 1: "T"}, "lengths": {0: "B"}, "style": {0: "B"}, "speed": {0: "B"},
     "durations": {0: "B", 1: "T"}, "d": {0: "B", 1: "T"}, "t_en": {0: "B", 2: "T"},
@@ -57,38 +47,6 @@ _MANIFEST = "manifest.json"
 
 class ExportError(RuntimeError):
     """The batched graphs could not be produced; the message is meant for the user."""
-
-
-# ------------------------------------------------------------------------------------------ host side
-
-def stage1_feeds(items: Sequence[SynthesisItem]) -> dict[str, np.ndarray]:
-    """Stage-1 inputs for a batch: each row ``[0, *ids, 0]`` padded with zeros to the longest."""
-    lengths = np.array([len(item) + 2 for item in items], dtype=np.int64)
-    tokens = np.zeros((len(items), int(lengths.max())), dtype=np.int64)
-    for row, item in enumerate(items):
-        tokens[row, 1:len(item) + 1] = item.ids
-    return {
-        "tokens": tokens,
-        "lengths": lengths,
-        "style": np.stack([np.asarray(item.style, np.float32).reshape(-1) for item in items]),
-        "speed": np.array([item.speed for item in items], dtype=np.float32),
-    }
-
-
-def stage2_feeds(durations: np.ndarray, d: np.ndarray, t_en: np.ndarray, feeds1: dict[str, np.ndarray],
-                 tail_frames: int) -> dict[str, np.ndarray]:
-    """Stage-2 inputs: each row's alignment (``alignment.alignment``, edges capped) zero-padded to the most frames."""
-    lengths = feeds1["lengths"]
-    counts = [host_alignment.frame_counts(durations[row, :n], tail_frames) for row, n in enumerate(lengths)]
-    frames = np.array([c.sum() for c in counts], dtype=np.int64)
-    aligned = np.zeros((len(counts), durations.shape[1], int(frames.max())), dtype=np.float32)
-    for row, c in enumerate(counts):
-        aligned[row, :len(c), :frames[row]] = host_alignment.alignment(c)[0]
-    return {"alignment": aligned, "d": d, "t_en": t_en, "style": feeds1["style"], "frames": frames}
-
-
-def unpad_audio(audio: np.ndarray, audio_lengths: np.ndarray) -> list[np.ndarray]:
-    return [np.ascontiguousarray(audio[row, :n], dtype=np.float32) for row, n in enumerate(audio_lengths)]
 
 
 # ------------------------------------------------------------------------------------------------ export
