@@ -1,6 +1,6 @@
 """Score wetext, cn2an, pypinyin, misaki's legacy G2P and our front end on the text evaluation sets.
 
-    python benchmarks/frontend_compare.py [tests/text/data/eval.tsv tests/text/data/holdout.tsv]
+    python benchmarks/frontend_compare.py [SET.tsv ...]   (default: eval, holdout, holdout2, holdout3)
 
 Every normaliser's output goes through the same punctuation clean-up (``clean_marks``), so the table
 compares how numbers and symbols are read, not how quotes are dropped. Every G2P gets the expected spoken
@@ -19,7 +19,7 @@ from wyoming_fasttts.text import normalize, pinyin
 from wyoming_fasttts.text.evaluation import load_cases, score_normalize, score_pinyin
 from wyoming_fasttts.text.normalize import clean_marks
 
-DEFAULT_SETS = ("tests/text/data/eval.tsv", "tests/text/data/holdout.tsv")
+DEFAULT_SETS = tuple(f"tests/text/data/{name}.tsv" for name in ("eval", "holdout", "holdout2", "holdout3"))
 _HAN = re.compile(r"[\u3400-\u9fff]+")
 
 

@@ -12,7 +12,7 @@ from wyoming_fasttts.text.evaluation import load_cases, score_normalize, score_p
 DATA = Path(__file__).parent / "data"
 GOAL = 0.97
 # Held-out sets: written before the front end ran on them (README.md says how far each was tuned on since).
-HELD_OUT = ("holdout.tsv", "holdout2.tsv")
+HELD_OUT = ("holdout.tsv", "holdout2.tsv", "holdout3.tsv")
 
 
 def _report(misses: tuple) -> str:

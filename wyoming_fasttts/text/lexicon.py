@@ -54,7 +54,8 @@ def _words() -> dict[str, tuple[str, ...]]:
             if not any(s[-1] == "5" or "," in pinyin_dict.get(ord(ch), ",") for ch, s in pairs):
                 continue  # nothing pypinyin could read otherwise: no need to keep it
             # A light syllable the convention writes with its tone keeps pypinyin's reading ("").
-            reading = tuple("" if s[-1] == "5" and (word in not_light or ch in toned_light) else s for ch, s in pairs)
+            toned = any(w in word for w in not_light)
+            reading = tuple("" if s[-1] == "5" and (toned or ch in toned_light) else s for ch, s in pairs)
             words[word] = reading
     return words
 
