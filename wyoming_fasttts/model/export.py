@@ -19,9 +19,6 @@ import argparse
 import hashlib
 import json
 import logging
-import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +29,7 @@ import onnx
 from ..assets import ModelAssets, load_vocab, sha256_of
 from ..backends.base import SynthesisItem
 from .batching import STAGE1_INPUTS, STAGE1_OUTPUTS, STAGE2_INPUTS, STAGE2_OUTPUTS, stage1_feeds, stage2_feeds
-
-_LOGGER = logging.getLogger(__name__)
+from .cache import build_once
 
 _DYNAMIC = {
     "tokens": {0: "B", 1: "T"}, "lengths": {0: "B"}, "style": {0: "B"}, "speed": {0: "B"},
@@ -129,37 +125,25 @@ def ensure_batched_graphs(assets: ModelAssets, data_path: Path) -> BatchedGraphs
     Exporting needs the ``export`` extra (torch, kokoro); a server without it only ever reads the cache.
     """
     key = cache_key(assets.model)
-    root = data_path / "graphs"
-    directory = root / f"batched-{key}"
-    found = _cached(directory, key)
-    if found:
-        return found
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".batched-{key}-"))
-    tmp.chmod(0o755)
-    try:
-        try:
-            files = export_batched(assets, tmp)
-        except ImportError as err:
-            raise ExportError(f"batched graphs are not built yet and cannot be here: {err}. Run "
-                              "'python -m wyoming_fasttts.model.export' where the 'export' extra is installed") from err
-        import torch
-
-        manifest = {"key": key, "source": str(assets.model), "torch": torch.__version__,
-                    "stages": {s: {"file": f, "bytes": (tmp / f).stat().st_size, "sha256": sha256_of(tmp / f)}
-                               for s, f in files.items()}}
-        (tmp / _MANIFEST).write_text(json.dumps(manifest, indent=2))
-        shutil.rmtree(directory, ignore_errors=True)
-        try:
-            os.replace(tmp, directory)
-        except OSError:  # another process finished the same export first: use theirs
-            _LOGGER.debug("batched graph cache %s appeared concurrently", directory)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    result = _cached(directory, key)
+    directory = data_path / "graphs" / f"batched-{key}"
+    result = build_once(directory, lambda d: _cached(d, key), lambda tmp: _export_into(assets, tmp, key))
     if result is None:
         raise ExportError(f"batched graph cache {directory} is incomplete after export")
     return result
+
+
+def _export_into(assets: ModelAssets, tmp: Path, key: str) -> None:
+    try:
+        files = export_batched(assets, tmp)
+    except ImportError as err:
+        raise ExportError(f"batched graphs are not built yet and cannot be here: {err}. Run "
+                          "'python -m wyoming_fasttts.model.export' where the 'export' extra is installed") from err
+    import torch
+
+    manifest = {"key": key, "source": str(assets.model), "torch": torch.__version__,
+                "stages": {s: {"file": f, "bytes": (tmp / f).stat().st_size, "sha256": sha256_of(tmp / f)}
+                           for s, f in files.items()}}
+    (tmp / _MANIFEST).write_text(json.dumps(manifest, indent=2))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -18,15 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import onnx
 
 from . import dequantize, onnx_edit, split, stft_conv, trt_fixes
+from .cache import build_once
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -131,26 +129,11 @@ def verify(graphs: GraphSet) -> list[str]:
 def ensure_graphs(model_path: Path, data_path: Path) -> GraphSet:
     """The stage graphs for ``model_path``, converting into ``data_path/graphs/<key>`` on first use."""
     key = pipeline_key(model_path)
-    root = data_path / "graphs"
-    directory = root / key
-    cached = _load(directory, key)
-    if cached:
-        return cached
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{key}-"))
-    tmp.chmod(0o755)
+    directory = data_path / "graphs" / key
     try:
-        _convert(model_path, tmp, key)
-        shutil.rmtree(directory, ignore_errors=True)
-        try:
-            os.replace(tmp, directory)
-        except OSError:  # another process finished the same conversion first: use theirs
-            _LOGGER.debug("graph cache %s appeared concurrently", directory)
+        result = build_once(directory, lambda d: _load(d, key), lambda tmp: _convert(model_path, tmp, key))
     except (ValueError, onnx.checker.ValidationError) as err:
         raise GraphError(f"cannot convert {model_path} into stage graphs: {err}") from err
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    result = _load(directory, key)
     if result is None:
         raise GraphError(f"stage graph cache {directory} is incomplete after conversion")
     return result
