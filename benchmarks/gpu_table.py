@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wyoming_fasttts.assets import ModelAssets, ensure_assets, load_vocab
-from wyoming_fasttts.bench_report import load_row, summary_ms
+from wyoming_fasttts.bench_report import load_row, md_table, summary_ms
 from wyoming_fasttts.config import load_settings
 
 SAMPLE_RATE = 24000
@@ -152,11 +152,10 @@ def measure(args: argparse.Namespace) -> None:
         report["rows"]["PyTorch eager fp32 (model.reference)"] = {**_row(*map(list, zip(*runs, strict=True))),
                                                                    "peak_alloc_mib": eager.peak_mib()}
     Path(args.out).write_text(json.dumps(report, ensure_ascii=False, indent=1))
-    print(f"{report.get('gpu', args.device)}, {inputs['text']}")
-    print("| row | runs | mean ± std ms | p50 | p95 | p99 | RTF | peak alloc MiB |\n|---|---|---|---|---|---|---|---|")
-    for name, r in report["rows"].items():
-        print(f"| {name} | {r['n']} | {r['mean']:.1f} ± {r['std']:.1f} | {r['p50']:.1f} | {r['p95']:.1f} | "
-              f"{r['p99']:.1f} | {r['rtf']:.4f} | {r.get('peak_alloc_mib')} |")
+    rows = [[name, r["n"], f"{r['mean']:.1f} ± {r['std']:.1f}", f"{r['p50']:.1f}", f"{r['p95']:.1f}",
+             f"{r['p99']:.1f}", f"{r['rtf']:.4f}", r.get("peak_alloc_mib")] for name, r in report["rows"].items()]
+    print("\n".join(md_table(f"{report.get('gpu', args.device)}, {inputs['text']}",
+                              ["row", "runs", "mean ± std ms", "p50", "p95", "p99", "RTF", "peak alloc MiB"], rows)))
     for row in report.get("load", []):
         print(f"c={row['clients']}: {row['qps']:.1f} QPS, p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms")
 

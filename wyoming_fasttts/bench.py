@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from . import bench_external, bench_report
-from .bench_load import first_audio, load, sequential
+from .bench_load import LoadResult, first_audio, load, sequential
 from .bench_servers import Served, baseline_command, free_port, ours_command, start
 from .config import Settings
 
@@ -39,6 +39,7 @@ REPLIES = [
 ]
 PHASES = ("sequential", "load", "first-audio", "wyoming-bench")
 BASELINE = "baseline"
+_RECORDED_FLAGS = ("runs", "concurrency", "requests", "load_passes", "ttfa_rounds", "wb_rounds", "wb_passes", "phases")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--concurrency", default="1,4,8,16,32", help="client counts for the load phase")
     g.add_argument("--requests", type=int, default=64,
                    help="timed requests per concurrency level, at least 2 x clients (default 64)")
+    g.add_argument("--load-passes", type=int, default=2,
+                   help="each level's requests split into this many passes, servers alternating (default 2)")
     g.add_argument("--ttfa-rounds", type=int, default=10, help="rounds of the first-audio texts (default 10)")
     g.add_argument("--wb-rounds", type=int, default=3, help="wyoming-bench --rounds per pass (default 3)")
     g.add_argument("--wb-passes", type=int, default=2, help="wyoming-bench passes, server order reversed each")
@@ -136,12 +139,17 @@ async def _measure(args: argparse.Namespace, phases: list[str], servers: list[Se
     if "load" in phases:
         levels: dict[str, list[dict]] = {name: [] for name in uris}
         for clients in (int(c) for c in args.concurrency.split(",")):
-            for name, uri in uris.items():
-                result = await load(uri, args.text, clients, max(args.requests, 2 * clients))
+            per_pass = max(1, max(args.requests, 2 * clients) // args.load_passes)
+            pooled: dict[str, LoadResult] = {}
+            for n in range(args.load_passes):  # servers alternate, so a busy spell on the machine hits both
+                for name, uri in (uris.items() if n % 2 == 0 else reversed(uris.items())):
+                    result = await load(uri, args.text, clients, per_pass)
+                    pooled[name] = pooled[name] + result if name in pooled else result
+            for name, result in pooled.items():
                 levels[name].append(br.load_row(result))
-                print(f"load {name} c={clients}: {levels[name][-1]['qps']:.2f} QPS", file=sys.stderr, flush=True)
+                print(f"load {name} c={clients}: {result.qps:.2f} QPS", file=sys.stderr, flush=True)
             _sample_gpu(servers, report)
-        report["load"] = {"text": args.text, "levels": levels}
+        report["load"] = {"text": args.text, "passes": args.load_passes, "levels": levels}
     if "first-audio" in phases:
         texts = {"paragraph": args.paragraph, **{f"reply{i + 1}": t for i, t in enumerate(args.replies)}}
         samples = await first_audio(uris, texts, args.ttfa_rounds)
@@ -195,8 +203,7 @@ def _meta(args: argparse.Namespace, settings: Settings) -> dict:
     return {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine, "python": platform.python_version(),
             "onnxruntime": onnxruntime.__version__, "threads": settings.engine.threads,
             "command": shlex.join(["wyoming-fasttts", *argv]) if argv else "(called from Python)",
-            "flags": {k: v for k, v in vars(args).items() if k in ("runs", "concurrency", "requests", "ttfa_rounds",
-                                                                   "wb_rounds", "wb_passes", "phases")}}
+            "flags": {k: v for k, v in vars(args).items() if k in _RECORDED_FLAGS}}
 
 
 def _write(report: dict, out: Path) -> None:

@@ -54,9 +54,21 @@ async def sequential(uris: dict[str, str], text: str, runs: int) -> dict[str, li
 
 @dataclass
 class LoadResult:
+    """Timed samples of one level, and the requests that ended inside the timed window(s)."""
+
     clients: int
     samples: list[Sample]
-    qps: float
+    finished: int
+    window_s: float
+
+    @property
+    def qps(self) -> float:
+        return self.finished / self.window_s
+
+    def __add__(self, other: LoadResult) -> LoadResult:
+        """Pool two passes at the same level (run apart, so their windows add up)."""
+        return LoadResult(self.clients, self.samples + other.samples, self.finished + other.finished,
+                          self.window_s + other.window_s)
 
 
 async def load(uri: str, text: str, clients: int, requests: int) -> LoadResult:
@@ -83,7 +95,7 @@ async def load(uri: str, text: str, clients: int, requests: int) -> LoadResult:
     window_start = min(s.start for s in timed)
     window_end = max(ends)
     finished = sum(1 for end in ends if end > window_start)
-    return LoadResult(clients, timed, finished / (window_end - window_start))
+    return LoadResult(clients, timed, finished, window_end - window_start)
 
 
 async def first_audio(uris: dict[str, str], texts: dict[str, str], rounds: int) -> dict[str, dict[str, list[Sample]]]:

@@ -111,60 +111,48 @@ def _f(value: float | None, digits: int = 1) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def md_table(heading: str, columns: list[str], rows: list[list[object]]) -> list[str]:
+    return [f"### {heading}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
+            *("| " + " | ".join(map(str, row)) + " |" for row in rows), ""]
+
+
 def markdown(report: dict) -> str:
     meta = report["meta"]
     lines = [f"## `wyoming-fasttts bench` — {meta['date']}, {meta['machine']}", "",
              f"Command: `{meta['command']}`", ""]
-    seq = report.get("sequential")
-    if seq:
-        lines += [f"### Sequential: {seq['runs']} × {seq['text']} (one-shot, one request at a time, servers "
-                  "interleaved)", "",
-                  "| server | engine | mean ± std ms | p50 ms | p95 ms | p99 ms | peak RSS MiB | GPU MiB | RTF "
-                  "| audio s |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
-        for name, row in seq["rows"].items():
-            srv = report["servers"][name]
-            lines.append(f"| {name} | {srv['engine']} | {_f(row['mean'])} ± {_f(row['std'])} | {_f(row['p50'])} | "
-                         f"{_f(row['p95'])} | {_f(row['p99'])} | {_f(srv.get('peak_rss_mib'), 0)} | "
-                         f"{_f(srv.get('gpu_mib'), 0)} | {_f(row['rtf'], 3)} | {_f(row['audio_s'], 2)} |")
-        lines.append("")
-    load = report.get("load")
-    if load:
-        lines += [f"### Concurrency: closed-loop clients, {load['text']}", "",
-                  "| server | clients | timed requests | QPS | p50 ms | p99 ms | p99 / p50 |",
-                  "|---|---|---|---|---|---|---|"]
-        for name, rows in load["levels"].items():
-            for row in rows:
-                lines.append(f"| {name} | {row['clients']} | {row['requests']} | {_f(row['qps'], 2)} | "
-                             f"{_f(row['p50'])} | {_f(row['p99'])} | {_f(row['p99'] / row['p50'], 2)} |")
-        lines.append("")
-    fa = report.get("first_audio")
-    if fa:
-        lines += ["### Time to first audio (our client, servers interleaved)", "",
-                  "| server | text / mode | runs | TTFA mean ms | TTFA p50 ms | total mean ms | audio s | cycles |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for name, rows in fa["rows"].items():
-            for key, row in rows.items():
-                lines.append(f"| {name} | {key} | {row['n']} | {_f(row['ttfa_mean'])} | {_f(row['ttfa_p50'])} | "
-                             f"{_f(row['total_mean'])} | {_f(row['audio_s'], 2)} | {row['cycles']} |")
-        lines.append("")
-    wb = report.get("wyoming_bench")
-    if wb:
-        lines += ["### wyoming-bench (external client), pooled over passes", "",
-                  "| server | mode | runs | TTFT mean ms | total mean ms | our client, same texts: TTFA mean ms |",
-                  "|---|---|---|---|---|---|"]
-        for row in wb["pooled"]:
-            lines.append(f"| {row['name']} | {row['mode']} | {row['runs']} | {_f(row['ttft_mean_ms'])} | "
-                         f"{_f(row['total_mean_ms'])} | {_f(row.get('ours_ttfa_mean_ms'))} |")
-        lines.append("")
+    if seq := report.get("sequential"):
+        srv = report["servers"]
+        lines += md_table(
+            f"Sequential: {seq['runs']} × {seq['text']} (one-shot, one request at a time, servers interleaved)",
+            ["server", "engine", "mean ± std ms", "p50 ms", "p95 ms", "p99 ms", "peak RSS MiB", "GPU MiB", "RTF",
+             "audio s"],
+            [[name, srv[name]["engine"], f"{_f(r['mean'])} ± {_f(r['std'])}", _f(r["p50"]), _f(r["p95"]),
+              _f(r["p99"]), _f(srv[name].get("peak_rss_mib"), 0), _f(srv[name].get("gpu_mib"), 0), _f(r["rtf"], 3),
+              _f(r["audio_s"], 2)] for name, r in seq["rows"].items()])
+    if load := report.get("load"):
+        lines += md_table(
+            f"Concurrency: closed-loop clients, {load['text']}",
+            ["server", "clients", "timed requests", "QPS", "p50 ms", "p99 ms", "p99 / p50"],
+            [[name, r["clients"], r["requests"], _f(r["qps"], 2), _f(r["p50"]), _f(r["p99"]),
+              _f(r["p99"] / r["p50"], 2)] for name, rows in load["levels"].items() for r in rows])
+    if fa := report.get("first_audio"):
+        lines += md_table(
+            "Time to first audio (our client, servers interleaved)",
+            ["server", "text / mode", "runs", "TTFA mean ms", "TTFA p50 ms", "total mean ms", "audio s", "cycles"],
+            [[name, key, r["n"], _f(r["ttfa_mean"]), _f(r["ttfa_p50"]), _f(r["total_mean"]), _f(r["audio_s"], 2),
+              r["cycles"]] for name, rows in fa["rows"].items() for key, r in rows.items()])
+    if wb := report.get("wyoming_bench"):
+        lines += md_table(
+            "wyoming-bench (external client), pooled over passes",
+            ["server", "mode", "runs", "TTFT mean ms", "total mean ms", "our client, same texts: TTFA mean ms"],
+            [[r["name"], r["mode"], r["runs"], _f(r["ttft_mean_ms"]), _f(r["total_mean_ms"]),
+              _f(r.get("ours_ttfa_mean_ms"))] for r in wb["pooled"]])
     for name, values in report.get("ratios", {}).items():
-        lines += [f"### {name} vs baseline (same run)", "", "| measure | value |", "|---|---|"]
-        lines += [f"| {key} | {value:.2f} |" for key, value in values.items()]
-        lines.append("")
+        lines += md_table(f"{name} vs baseline (same run)", ["measure", "value"],
+                        [[key, f"{value:.2f}"] for key, value in values.items()])
     for name, rows in report.get("goals", {}).items():
-        lines += [f"### Goals: {name}", "", "| goal | measured | met |", "|---|---|---|"]
-        lines += [f"| {g['goal']} | {g['value']:.3f} | {'yes' if g['met'] else '**no**'} |" for g in rows]
-        lines.append("")
+        lines += md_table(f"Goals: {name}", ["goal", "measured", "met"],
+                        [[g["goal"], f"{g['value']:.3f}", "yes" if g["met"] else "**no**"] for g in rows])
     return "\n".join(lines)
 
 
