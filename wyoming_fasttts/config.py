@@ -54,6 +54,7 @@ class EngineSettings:
     max_tokens: int
     max_frames: int
     batched: str
+    batch_frames: int
     tail_frames: int
     device_id: int
     opt_tokens: int

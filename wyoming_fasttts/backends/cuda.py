@@ -133,6 +133,10 @@ class Cuda:
         kind = self._rt.cudaMemcpyKind.cudaMemcpyDeviceToHost
         self._check(self._rt.cudaMemcpyAsync(dst, src, nbytes, kind, stream), "copy from the GPU")
 
+    def on_device(self, dst: int, src: int, nbytes: int, stream: int) -> None:
+        kind = self._rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice
+        self._check(self._rt.cudaMemcpyAsync(dst, src, nbytes, kind, stream), "copy on the GPU")
+
     def synchronize(self, stream: int) -> None:
         self._check(self._rt.cudaStreamSynchronize(stream), "run on the GPU")
 

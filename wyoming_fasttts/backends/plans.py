@@ -8,6 +8,12 @@ corrupt and rebuilt too. Full TensorRT keeps a timing cache beside the plans, so
 driver or package update is fast; TensorRT-RTX has no timing cache (it compiles kernels on the GPU at
 first run and keeps those in a runtime cache, which the runtime stores beside the plans).
 
+Two sets of graphs can be built: the batch-1 stage graphs (``model.graphs``) and the batched ones
+(``model.export``), chosen by ``engine.batched`` (anything but ``never`` means batched on a GPU). A batched
+stage-2 plan carries several optimisation profiles, each a (rows, frames) pair with rows x frames at most
+``engine.batch_frames``: its activations grow with rows x frames (~0.66 MB each), so one profile spanning
+16 rows and 1024 frames would need ~11 GB, while these share one ~1.35 GB scratch (docs/TENSORRT.md).
+
 This module is also the ``build-engine`` command.
 """
 
@@ -26,9 +32,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ..assets import ModelAssets
 from ..config import Settings
 from ..model.graphs import STAGES, GraphSet
-from ..model.split import D_CHANNELS, T_EN_CHANNELS
+from ..model.split import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS
 from .base import EngineError
 from .cuda import probe_gpu
 
@@ -67,19 +74,54 @@ class StageProfile:
         return {name: [list(s) for s in mmm] for name, mmm in sorted(self.shapes.items())}
 
 
-def stage_profiles(settings: Settings, max_frames: int | None = None) -> dict[str, StageProfile]:
-    """Profiles from the configured limits; T counts the two boundary pads, F the alignment frames."""
+Profiles = tuple[StageProfile, ...]
+
+
+def stage_profiles(settings: Settings, max_frames: int | None = None) -> dict[str, Profiles]:
+    """Batch-1 profiles from the configured limits; T counts the two boundary pads, F the alignment frames."""
     eng = settings.engine
     t_max, f_max = eng.max_tokens + 2, max_frames or eng.max_frames
     t_opt, f_opt = min(eng.opt_tokens, t_max), min(eng.opt_frames, f_max)
     return {
-        "stage1": StageProfile({"tokens": ((1, 1), (1, t_opt), (1, t_max))}),
-        "stage2": StageProfile({
+        "stage1": (StageProfile({"tokens": ((1, 1), (1, t_opt), (1, t_max))}),),
+        "stage2": (StageProfile({
             "alignment": ((1, 1, 1), (1, t_opt, f_opt), (1, t_max, f_max)),
             "d": ((1, 1, D_CHANNELS), (1, t_opt, D_CHANNELS), (1, t_max, D_CHANNELS)),
             "t_en": ((1, T_EN_CHANNELS, 1), (1, T_EN_CHANNELS, t_opt), (1, T_EN_CHANNELS, t_max)),
-        }),
+        }),),
     }
+
+
+def batch_shapes(max_batch: int, max_frames: int, batch_frames: int) -> list[tuple[int, int]]:
+    """(rows, frames) maxima of the batched stage-2 profiles: powers of two up to ``max_batch``, each with as
+    many frames as ``batch_frames`` allows (at most ``max_frames``), dropping any another one covers."""
+    sizes = sorted({min(1 << i, max_batch) for i in range(max_batch.bit_length() + 1)})
+    shapes = [(b, min(max_frames, batch_frames // b)) for b in sizes if batch_frames // b >= 1]
+    return [(b, f) for b, f in shapes if not any(b2 >= b and f2 >= f and (b2, f2) != (b, f) for b2, f2 in shapes)]
+
+
+def batched_stage_profiles(settings: Settings, max_frames: int | None = None) -> dict[str, Profiles]:
+    """Stage 1: one profile over B and T (its scratch, ~0.75 GB at 16 x 512, fits under stage 2's, which it
+    shares); stage 2: one profile per ``batch_shapes`` entry, T always up to the model's limit."""
+    eng = settings.engine
+    max_batch = settings.scheduler.max_batch
+    t_max, f_max = eng.max_tokens + 2, max_frames or eng.max_frames
+    t_opt = min(eng.opt_tokens, t_max)
+    b_opt = min([b for b in settings.scheduler.preferred_batch_sizes if b <= max_batch] or [1])
+
+    def batch(b_hi: int, b_mid: int, **dims: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+              ) -> StageProfile:
+        shapes = {name: ((1, *lo), (b_mid, *opt), (b_hi, *hi)) for name, (lo, opt, hi) in dims.items()}
+        return StageProfile({**shapes, "style": ((1, STYLE_DIM), (b_mid, STYLE_DIM), (b_hi, STYLE_DIM))})
+
+    stage1 = batch(max_batch, b_opt, tokens=((1,), (t_opt,), (t_max,)), lengths=((), (), ()), speed=((), (), ()))
+    stage2 = tuple(
+        batch(b, b, alignment=((1, 1), (t_opt, min(eng.opt_frames, f)), (t_max, f)), frames=((), (), ()),
+              d=((1, D_CHANNELS), (t_opt, D_CHANNELS), (t_max, D_CHANNELS)),
+              t_en=((T_EN_CHANNELS, 1), (T_EN_CHANNELS, t_opt), (T_EN_CHANNELS, t_max)))
+        for b, f in batch_shapes(max_batch, f_max, eng.batch_frames)
+    )
+    return {"stage1": (stage1,), "stage2": stage2}
 
 
 @dataclass(frozen=True)
@@ -92,19 +134,25 @@ class PlanKey:
     backend_version: str
     compute_capability: str
     precision: str
-    profile: StageProfile
+    profiles: Profiles
+    batched: bool = False
 
     def fields(self) -> dict[str, Any]:
         data = asdict(self)
-        data["profile"] = self.profile.describe()
+        data["profiles"] = [p.describe() for p in self.profiles]
         return data
 
     def digest(self) -> str:
         return hashlib.sha256(json.dumps(self.fields(), sort_keys=True).encode()).hexdigest()[:16]
 
     @property
+    def family(self) -> str:
+        """Plans that replace each other: the same stage of the same graphs (batched or not) and flavour."""
+        return f"{'batched-' if self.batched else ''}{self.stage}-{self.backend}"
+
+    @property
     def filename(self) -> str:
-        return f"{self.stage}-{self.backend}-sm{self.compute_capability.replace('.', '')}-{self.digest()}.plan"
+        return f"{self.family}-sm{self.compute_capability.replace('.', '')}-{self.digest()}.plan"
 
 
 @dataclass
@@ -165,7 +213,7 @@ class PlanCache:
             tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
             tmp.write_bytes(payload)
             os.replace(tmp, path)
-        for old in self.directory.glob(f"{key.stage}-{key.backend}-*.plan"):
+        for old in self.directory.glob(f"{key.family}-*.plan"):
             if old != plan_path:
                 _LOGGER.info("Removing superseded plan %s", old.name)
                 old.unlink(missing_ok=True)
@@ -260,10 +308,11 @@ def build_plan(trt: ModuleType, graph: Path, key: PlanKey, cache: PlanCache, pro
         errors = "; ".join(str(parser.get_error(i)) for i in range(parser.num_errors))
         raise EngineError(f"TensorRT cannot parse {graph.name}: {errors}")
     config = builder.create_builder_config()
-    profile = builder.create_optimization_profile()
-    for name, (lo, opt, hi) in key.profile.shapes.items():
-        profile.set_shape(name, lo, opt, hi)
-    config.add_optimization_profile(profile)
+    for stage_profile in key.profiles:
+        profile = builder.create_optimization_profile()
+        for name, (lo, opt, hi) in stage_profile.shapes.items():
+            profile.set_shape(name, lo, opt, hi)
+        config.add_optimization_profile(profile)
     if key.stage == "stage1":
         config.clear_flag(trt.BuilderFlag.TF32)  # durations are rounded: keep full fp32 so they match the CPU
     if key.backend == "tensorrt-rtx":
@@ -283,10 +332,10 @@ def build_plan(trt: ModuleType, graph: Path, key: PlanKey, cache: PlanCache, pro
         cache.directory.mkdir(parents=True, exist_ok=True)
         timing_path.write_bytes(bytes(config.get_timing_cache().serialize()))
     stats = {}
-    for name, pattern in _STAT_PATTERNS.items():
+    for name, pattern in _STAT_PATTERNS.items():  # activations are logged once per profile: keep the largest
         found = [int(m.group(1)) for line in logger.lines if (m := pattern.search(line))]
         if found:
-            stats[name] = found[-1]
+            stats[name] = max(found)
     return bytes(plan), stats
 
 
@@ -298,14 +347,49 @@ class Plan:
     built: bool
 
 
-def plan_keys(settings: Settings, graphs: GraphSet, backend: str, version: str, cc: str,
+@dataclass(frozen=True)
+class StageGraphs:
+    """The ONNX graph of each stage that plans are built from, with its content hash."""
+
+    paths: dict[str, Path]
+    sha256: dict[str, str]
+    batched: bool
+
+
+def batch1_stage_graphs(graphs: GraphSet) -> StageGraphs:
+    return StageGraphs({s: graphs.path("float", s) for s in STAGES}, {s: graphs.sha256("float", s) for s in STAGES},
+                       batched=False)
+
+
+def gpu_stage_graphs(settings: Settings, assets: ModelAssets) -> StageGraphs:
+    """The batched graphs unless ``engine.batched`` is ``never``; under ``auto`` the batch-1 graphs when the
+    batched ones are not exported yet and cannot be here (no torch), with a warning; ``always`` insists."""
+    from ..model.export import ExportError, ensure_batched_graphs
+    from ..model.graphs import ensure_graphs
+
+    mode = settings.engine.batched
+    if mode != "never":
+        try:
+            batched = ensure_batched_graphs(assets, settings.assets.data_path)
+        except ExportError as err:
+            if mode == "always":
+                raise EngineError(str(err)) from err
+            _LOGGER.warning("TensorRT: batch-1 plans instead of batched ones: %s", err)
+        else:
+            manifest = json.loads((batched.directory / "manifest.json").read_text())
+            paths = {"stage1": batched.stage1, "stage2": batched.stage2}
+            return StageGraphs(paths, {s: manifest["stages"][s]["sha256"] for s in STAGES}, batched=True)
+    return batch1_stage_graphs(ensure_graphs(assets.model, settings.assets.data_path))
+
+
+def plan_keys(settings: Settings, graphs: StageGraphs, backend: str, version: str, cc: str,
               max_frames: int | None = None) -> dict[str, PlanKey]:
-    profiles = stage_profiles(settings, max_frames)
-    return {stage: PlanKey(stage, graphs.sha256("float", stage), backend, version, cc,
-                           settings.engine.precision, profiles[stage]) for stage in STAGES}
+    profiles = (batched_stage_profiles if graphs.batched else stage_profiles)(settings, max_frames)
+    return {stage: PlanKey(stage, graphs.sha256[stage], backend, version, cc, settings.engine.precision,
+                           profiles[stage], graphs.batched) for stage in STAGES}
 
 
-def ensure_plans(settings: Settings, graphs: GraphSet, backend: str, *, max_frames: int | None = None,
+def ensure_plans(settings: Settings, graphs: StageGraphs, backend: str, *, max_frames: int | None = None,
                  rebuild: bool = False, progress: bool = True) -> dict[str, Plan]:
     """Plans for both stages from the cache, building what is missing, stale or corrupt."""
     if settings.engine.precision != "fp32":
@@ -324,7 +408,7 @@ def ensure_plans(settings: Settings, graphs: GraphSet, backend: str, *, max_fram
             continue
         _LOGGER.info("Building %s plan %s (%s %s, sm %s)", stage, key.filename, backend, trt.__version__, cc)
         started = time.monotonic()
-        data, stats = build_plan(trt, graphs.path("float", stage), key, cache, progress)
+        data, stats = build_plan(trt, graphs.paths[stage], key, cache, progress)
         record = cache.store(key, data, time.monotonic() - started, stats)
         plans[stage] = Plan(key, data, record, built=True)
     return plans
@@ -337,7 +421,9 @@ def add_build_engine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=sorted(TENSORRT_BACKENDS),
                         help="TensorRT flavour (default: --engine if it names one, else tensorrt-rtx)")
     parser.add_argument("--precision", choices=["fp32", "fp16"], help="stage-2 precision (default: config)")
-    parser.add_argument("--max-frames", type=int, help="stage-2 profile maximum, 12.5 ms each (default: config)")
+    parser.add_argument("--max-frames", type=int, help="stage-2 profile maximum, 25 ms each (default: config)")
+    parser.add_argument("--batched", choices=["auto", "always", "never"],
+                        help="batched plans (auto, always) or batch-1 plans (never); default: engine.batched")
     parser.add_argument("--compute-capability", help="build for this GPU architecture, e.g. 8.6 (TensorRT-RTX)")
     parser.add_argument("--force", action="store_true", help="rebuild even when valid plans are cached")
 
@@ -349,7 +435,7 @@ def _mb(value: int | None) -> str:
 def build_engine_command(args: argparse.Namespace, settings: Settings) -> int:
     """Convert the graphs if needed, then build (or confirm) both plans and print what they need."""
     from ..assets import AssetError, ensure_assets
-    from ..model.graphs import GraphError, ensure_graphs
+    from ..model.graphs import GraphError
 
     backend = args.backend or (settings.engine.backend if settings.engine.backend in TENSORRT_BACKENDS
                                else "tensorrt-rtx")
@@ -359,20 +445,26 @@ def build_engine_command(args: argparse.Namespace, settings: Settings) -> int:
         settings.engine.compute_capability = args.compute_capability
     if args.max_frames:
         settings.engine.max_frames = args.max_frames
+    if args.batched:
+        settings.engine.batched = args.batched
     try:
         assets = ensure_assets(settings.assets, voices=[])
-        graphs = ensure_graphs(assets.model, settings.assets.data_path)
+        graphs = gpu_stage_graphs(settings, assets)
         plans = ensure_plans(settings, graphs, backend, rebuild=args.force)
     except (AssetError, GraphError, EngineError) as err:
         print(f"build-engine: {err}", file=sys.stderr)
         return 1
-    print(f"{backend} plans in {settings.engine.engine_dir} (graphs {graphs.key}):")
+    kind = "batched" if graphs.batched else "batch-1"
+    print(f"{backend} {kind} plans in {settings.engine.engine_dir} (graphs {graphs.paths['stage1'].parent.name}):")
     print(f"  {'stage':7} {'plan MB':>8} {'weights MB':>11} {'activations MB':>15} {'build s':>8}  file")
     for stage, plan in plans.items():
         r = plan.record
         state = "built" if plan.built else "cached"
         print(f"  {stage:7} {_mb(r.plan_bytes):>8} {_mb(r.weights_bytes):>11} {_mb(r.activation_bytes):>15} "
               f"{r.build_seconds:>8.1f}  {plan.key.filename} ({state})")
+    if graphs.batched:
+        shapes = batch_shapes(settings.scheduler.max_batch, settings.engine.max_frames, settings.engine.batch_frames)
+        print("  stage-2 profiles (rows x frames): " + ", ".join(f"{b} x {f}" for b, f in shapes))
     return 0
 
 

@@ -1,12 +1,15 @@
 """TensorRT and TensorRT-RTX engine: both stage plans resident, one pool of device memory, no per-request allocation.
 
 One code path serves both flavours; they differ only in the module imported and in features probed here
-(TensorRT-RTX's runtime cache of JIT-compiled kernels). Each slot owns an execution context per stage, a
-CUDA stream and pinned host buffers; all device memory (context scratch and tensors for every slot) is
-carved out of a single allocation made at start-up, sized for the configured maximum lengths, so nothing
-is allocated while serving and nothing can fragment. Stage-1 outputs (d, t_en) never leave the GPU:
-stage 2 reads them where stage 1 wrote them; only the durations make the round trip to the host, where
-the alignment is built (and the silent edges capped) exactly as on the CPU path.
+(TensorRT-RTX's runtime cache of JIT-compiled kernels). Each slot (``trt_lane.Lane``) owns its execution
+contexts, a CUDA stream and pinned host buffers; all device memory (context scratch and tensors for every
+slot) is carved out of a single allocation made at start-up, sized for the plans' maximum shapes, so
+nothing is allocated while serving and nothing can fragment. Stage-1 outputs (d, t_en) never leave the
+GPU: stage 2 reads them where stage 1 wrote them; only the durations make the round trip to the host,
+where the alignment is built (and the silent edges capped) exactly as on the CPU path.
+
+Batch-1 plans get the lane below (``max_batch`` 1, one sentence per call); batched plans get
+``trt_batched.BatchedLane`` (``max_batch`` from the plans' profile: one stage-1 call per batch).
 """
 
 from __future__ import annotations
@@ -26,9 +29,11 @@ from ..config import Settings
 from ..model.alignment import SAMPLES_PER_FRAME, alignment, frame_counts
 from ..model.split import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS
 from .base import EngineError, EngineMemory, SynthesisItem
-from .cuda import Cuda, arena_layout
+from .cuda import Cuda
 from .memory import process_rss_bytes
 from .plans import Plan, import_tensorrt
+from .trt_batched import BatchedLane, BatchLimits, batched_tensor_bytes
+from .trt_lane import Lane, lane_layout
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -64,9 +69,9 @@ HOST_TENSORS = ("tokens", "style", "speed", "durations", "alignment", "audio")
 """What crosses between host and GPU, hence gets a pinned host buffer."""
 
 
-def slot_bytes(context_bytes: dict[str, int], limits: Limits) -> int:
-    """Device bytes one slot needs: both contexts' scratch plus its tensors."""
-    return arena_layout([*context_bytes.items(), *tensor_bytes(limits).items()])[1]
+def slot_bytes(context_bytes: dict[str, int], tensors: dict[str, int]) -> int:
+    """Device bytes one slot needs: the largest context's scratch (its contexts share it) plus its tensors."""
+    return lane_layout(max(context_bytes.values()), tensors)[1]
 
 
 def choose_slots(requested: int, budget_bytes: int, weights_bytes: int, per_slot_bytes: int) -> int:
@@ -105,25 +110,15 @@ def _output_allocator(trt: ModuleType, ptr: int, capacity: int) -> Any:
     return _Fixed()
 
 
-class _Slot:
-    """One concurrent lane: two contexts, a stream, device tensors and their pinned host mirrors."""
+class _Slot(Lane):
+    """A batch-1 lane: a stage-1 and a stage-2 context sharing the lane's scratch, one sentence per call."""
 
     def __init__(self, trt: ModuleType, engines: dict[str, Any], cuda: Cuda, base: int, limits: Limits,
-                 runtime_cache: Any) -> None:
-        self.cuda, self.limits = cuda, limits
-        self.stream = cuda.stream()
-        ctx_bytes = {s: int(e.device_memory_size_v2) for s, e in engines.items()}
-        offsets, _ = arena_layout([*ctx_bytes.items(), *tensor_bytes(limits).items()])
-        self.dev = {name: base + off for name, off in offsets.items()}
-        sizes = tensor_bytes(limits)
-        self.host_ptr, self.host = {}, {}
-        for name in HOST_TENSORS:
-            self.host_ptr[name], self.host[name] = cuda.pinned(sizes[name])
-        self.contexts = {}
-        for stage, engine in engines.items():
-            ctx = _create_context(trt, engine, runtime_cache)
-            ctx.set_device_memory(self.dev[stage], ctx_bytes[stage])
-            self.contexts[stage] = ctx
+                 runtime_cache: Any, tail_frames: int) -> None:
+        scratch = max(int(e.device_memory_size_v2) for e in engines.values())
+        super().__init__(trt, cuda, base, scratch, tensor_bytes(limits), HOST_TENSORS, runtime_cache)
+        self.limits, self.tail_frames = limits, tail_frames
+        self.contexts = {stage: self.context(engine) for stage, engine in engines.items()}
         s1, s2 = self.contexts["stage1"], self.contexts["stage2"]
         for name in ("tokens", "style", "speed", "durations", "d", "t_en"):
             s1.set_tensor_address(name, self.dev[name])
@@ -131,22 +126,15 @@ class _Slot:
             s2.set_tensor_address(name, self.dev[name])
         self.audio_allocator = None
         if _audio_is_data_dependent(s2):
-            self.audio_allocator = _output_allocator(trt, self.dev["audio"], sizes["audio"])
+            self.audio_allocator = _output_allocator(trt, self.dev["audio"], tensor_bytes(limits)["audio"])
             s2.set_output_allocator("audio", self.audio_allocator)
         else:
             s2.set_tensor_address("audio", self.dev["audio"])
 
-    def _upload(self, name: str, nbytes: int) -> None:
-        self.cuda.to_device(self.dev[name], self.host_ptr[name], nbytes, self.stream)
+    def run(self, items: Sequence[SynthesisItem]) -> list[tuple[np.ndarray, np.ndarray]]:
+        return [self.synthesize(item) for item in items]
 
-    def _download(self, name: str, nbytes: int) -> None:
-        self.cuda.to_host(self.host_ptr[name], self.dev[name], nbytes, self.stream)
-
-    def _execute(self, stage: str) -> None:
-        if not self.contexts[stage].execute_async_v3(self.stream):
-            raise EngineError(f"TensorRT failed to enqueue {stage}")
-
-    def run(self, item: SynthesisItem, tail_frames: int) -> tuple[np.ndarray, np.ndarray]:
+    def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
         """Audio and the frames per token it was rendered with."""
         n = len(item.ids) + 2
         if n > self.limits.tokens:
@@ -156,34 +144,31 @@ class _Slot:
         self.host["style"].view(np.float32)[:] = np.asarray(item.style, np.float32).ravel()
         self.host["speed"].view(np.float32)[0] = item.speed
         for name, nbytes in (("tokens", n * 8), ("style", STYLE_DIM * 4), ("speed", 4)):
-            self._upload(name, nbytes)
+            self.upload(name, nbytes)
         self.contexts["stage1"].set_input_shape("tokens", (1, n))
-        self._execute("stage1")
-        self._download("durations", n * 4)
+        self.execute(self.contexts["stage1"], self.stream, "stage 1")
+        self.download("durations", n * 4)
         self.cuda.synchronize(self.stream)
 
-        frames = frame_counts(self.host["durations"].view(np.float32)[:n], tail_frames)
+        frames = frame_counts(self.host["durations"].view(np.float32)[:n], self.tail_frames)
         total = int(frames.sum())
         if total > self.limits.frames:
             raise EngineError(f"sentence needs {total} frames, the engine holds {self.limits.frames} "
                               "(engine.max_frames); split the text further")
-        alignment(frames, out=self.host["alignment"].view(np.float32)[:n * total].reshape(1, n, total))
-        self._upload("alignment", n * total * 4)
+        alignment(frames, out=self.view("alignment", np.float32, (1, n, total)))
+        self.upload("alignment", n * total * 4)
         s2 = self.contexts["stage2"]
         for name, shape in (("alignment", (1, n, total)), ("d", (1, n, D_CHANNELS)), ("t_en", (1, T_EN_CHANNELS, n))):
             s2.set_input_shape(name, shape)
-        self._execute("stage2")
+        self.execute(s2, self.stream, "stage 2")
         samples = _audio_samples(s2, self.audio_allocator, total)
-        self._download("audio", samples * 4)
+        self.download("audio", samples * 4)
         self.cuda.synchronize(self.stream)
         return self.host["audio"].view(np.float32)[:samples].copy(), frames
 
     def close(self) -> None:
         self.contexts.clear()
-        for ptr in self.host_ptr.values():
-            self.cuda.free_pinned(ptr)
-        self.host_ptr.clear()
-        self.cuda.destroy_stream(self.stream)
+        super().close()
 
 
 def _audio_is_data_dependent(context: Any) -> bool:
@@ -200,26 +185,8 @@ def _audio_samples(context: Any, allocator: Any, frames: int) -> int:
     return int(np.prod(shape)) if -1 not in shape else frames * SAMPLES_PER_FRAME
 
 
-def _create_context(trt: ModuleType, engine: Any, runtime_cache: Any) -> Any:
-    """A context whose scratch memory we provide (USER_MANAGED), with the JIT cache where the flavour has one."""
-    strategy = trt.ExecutionContextAllocationStrategy.USER_MANAGED
-    if hasattr(engine, "create_runtime_config"):
-        config = engine.create_runtime_config()
-        config.set_execution_context_allocation_strategy(strategy)
-        if runtime_cache is not None:
-            config.set_runtime_cache(runtime_cache)
-        context = engine.create_execution_context(config)
-    else:
-        context = engine.create_execution_context(strategy)
-    if context is None:
-        raise EngineError("TensorRT could not create an execution context")
-    return context
-
-
 class TensorRTEngine:
     """Both stage plans on one GPU behind the Engine protocol; ``slots`` runs may be in flight at once."""
-
-    max_batch = 1
 
     def __init__(self, backend: str, plans: dict[str, Plan], *, device_id: int, limits: Limits, slots: int,
                  budget_bytes: int, tail_frames: int, runtime_cache_path: Path | None = None) -> None:
@@ -241,18 +208,24 @@ class TensorRTEngine:
         self._runtime_cache = self._load_runtime_cache()
         ctx_bytes = {s: int(e.device_memory_size_v2) for s, e in self._engines.items()}
         self.weights_bytes = sum(p.record.weights_bytes or len(p.data) for p in plans.values())
-        per_slot = slot_bytes(ctx_bytes, limits)
+        lane_limits: Limits | BatchLimits = limits
+        if plans["stage1"].key.batched:
+            lane_limits = BatchLimits.from_keys(plans["stage1"].key, plans["stage2"].key)
+            lane_type, tensors, self.max_batch = BatchedLane, batched_tensor_bytes(lane_limits), lane_limits.max_batch
+        else:
+            lane_type, tensors, self.max_batch = _Slot, tensor_bytes(limits), 1
+        per_slot = slot_bytes(ctx_bytes, tensors)
         self.slots = choose_slots(slots, budget_bytes, self.weights_bytes, per_slot)
         self.pool_bytes = per_slot * self.slots
         self._pool = self._cuda.malloc(self.pool_bytes)
-        self._lanes = [_Slot(trt, self._engines, self._cuda, self._pool + i * per_slot, limits, self._runtime_cache)
-                       for i in range(self.slots)]
-        self._free: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
+        self._lanes = [lane_type(trt, self._engines, self._cuda, self._pool + i * per_slot, lane_limits,
+                                 self._runtime_cache, tail_frames) for i in range(self.slots)]
+        self._free: queue.SimpleQueue[_Slot | BatchedLane] = queue.SimpleQueue()
         for lane in self._lanes:
             self._free.put(lane)
-        _LOGGER.info("%s %s: %d slot(s), %.0f MB context+tensor pool, %.0f MB weights, up to %d frames",
-                     backend, trt.__version__, self.slots, self.pool_bytes / 1e6, self.weights_bytes / 1e6,
-                     limits.frames)
+        _LOGGER.info("%s %s: %d slot(s) of batch %d, %.0f MB context+tensor pool, %.0f MB weights, up to %d frames",
+                     backend, trt.__version__, self.slots, self.max_batch, self.pool_bytes / 1e6,
+                     self.weights_bytes / 1e6, lane_limits.frames)
 
     def _load_runtime_cache(self) -> Any:
         """TensorRT-RTX's cache of kernels it compiled for this GPU; absent on full TensorRT."""
@@ -274,22 +247,31 @@ class TensorRTEngine:
             tmp.replace(self._cache_path)
 
     def warmup(self) -> None:
-        """Every slot once at a typical and at the longest length, so JIT compilation happens now, not live."""
+        """Every slot on a few batch sizes and lengths, so JIT compilation happens now, not live. For batched
+        plans each (rows, frames) profile is aimed at with rows of about an eighth of its frames in ids
+        (4-5 frames per id is typical), so every stage-2 context runs once."""
         rng = np.random.default_rng(0)
         style = rng.standard_normal(STYLE_DIM).astype(np.float32) * 0.1
+        lengths = [(1, 24), (1, 96)]
+        if isinstance(self._lanes[0], BatchedLane):
+            lengths = [(b, max(8, f // 8)) for b, f in self._lanes[0].limits.shapes]
         for lane in self._lanes:
-            for n in (24, 96):
-                lane.run(SynthesisItem(ids=np.full(n, 16, np.int64), style=style), self._tail_frames)
+            for rows, n in lengths:
+                lane.run([SynthesisItem(ids=np.full(n, 16, np.int64), style=style)] * rows)
         self._save_runtime_cache()
 
     def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
-        return [self.synthesize(item)[0] for item in items]
+        return [audio for audio, _ in self.synthesize_batch(items)]
 
     def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
         """Audio and the frames per token it was rendered with (doctor compares those)."""
+        return self.synthesize_batch([item])[0]
+
+    def synthesize_batch(self, items: Sequence[SynthesisItem]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``synthesize`` for each item, as one batch on batched plans (doctor checks its rows)."""
         lane = self._free.get()
         try:
-            return lane.run(item, self._tail_frames)
+            return lane.run(items)
         finally:
             self._free.put(lane)
 
@@ -311,10 +293,9 @@ class TensorRTEngine:
 
 def create_tensorrt_engine(settings: Settings, assets: ModelAssets, backend: str) -> TensorRTEngine:
     """Graphs and plans from the caches (building what is missing), then the resident engine."""
-    from ..model.graphs import ensure_graphs
-    from .plans import ensure_plans, runtime_cache_path
+    from .plans import ensure_plans, gpu_stage_graphs, runtime_cache_path
 
-    graphs = ensure_graphs(assets.model, settings.assets.data_path)
+    graphs = gpu_stage_graphs(settings, assets)
     eng = settings.engine
 
     def load(plans: dict[str, Plan]) -> TensorRTEngine:
