@@ -3,14 +3,17 @@
 The classic failure of GPU inference at home is version hell: a driver too old for the CUDA runtime a
 wheel was built against, a TensorRT that does not support the GPU, two ONNX Runtime packages shadowing
 each other. The doctor reports each piece and whether they fit, then builds or loads the engine the server
-would pick, renders fixed sentences on it and on the CPU reference (ONNX Runtime on the very same float
-stage graphs), and prints parity (per-token durations equal, log-mel distance) and latency with a clear
-PASS/FAIL. On a machine without a GPU it says what is missing, runs the CPU reference and exits 0.
+would pick, renders fixed sentences on it and on the CPU reference (ONNX Runtime on the very graphs the
+GPU engine runs: the batched graphs unless ``engine.batched`` is ``never``, else the float stage graphs),
+and prints parity (per-token durations equal, log-mel distance) and latency with a clear PASS/FAIL. A
+batching engine also renders the sentences as one batch, each row checked against the reference alone.
+On a machine without a GPU it says what is missing, runs the CPU reference and exits 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import platform
 import statistics
 import time
@@ -134,11 +137,38 @@ def _render(engine: object, items: list, runs: int, label: str) -> list[tuple[np
     return outputs
 
 
+def _reference(settings: Settings, assets: ModelAssets, backend: str) -> object:
+    """ONNX Runtime on the CPU over the graphs the GPU engine will run."""
+    from .backends.onnxruntime import create_onnxruntime_engine
+
+    if backend in GPU_BACKENDS and settings.engine.batched != "never":
+        batched = dataclasses.replace(settings, engine=dataclasses.replace(settings.engine, batched="always"))
+        return create_onnxruntime_engine(batched, assets, "onnxruntime")
+    return create_onnxruntime_engine(settings, assets, "onnxruntime", flavour="float")
+
+
+def _batch_parity(engine: object, items: list, expected: list, runs: int) -> bool:
+    """All sentences as one batch; each row against the reference alone (same frames, log-mel distance)."""
+    from .model.parity import mel_distance_db
+
+    rows = engine.run(items)
+    p50, p99 = _timed(lambda: engine.run(items), runs)
+    print(f"  batch of {len(items)}: p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  ({runs} runs)")
+    passed = True
+    for item, (ref_audio, _), audio in zip(items, expected, rows, strict=True):
+        same = len(audio) == len(ref_audio)
+        distance = mel_distance_db(ref_audio, audio) if same and np.isfinite(audio).all() else float("inf")
+        ok = same and distance < MEL_LIMIT_DB
+        passed &= ok
+        print(f"  batch row {len(item.ids):3d} ids: frames {'equal' if same else 'DIFFER'}, "
+              f"log-mel distance {distance:.2f} dB (limit {MEL_LIMIT_DB}) {'ok' if ok else '!!'}")
+    return passed
+
+
 def doctor_command(args: argparse.Namespace, settings: Settings) -> int:
     from .assets import AssetError, ensure_assets
     from .backends import create_engine
     from .backends.base import EngineError
-    from .backends.onnxruntime import create_onnxruntime_engine
     from .backends.select import choose_backend
     from .model.parity import mel_distance_db
 
@@ -151,8 +181,8 @@ def doctor_command(args: argparse.Namespace, settings: Settings) -> int:
     try:
         assets = ensure_assets(settings.assets, voices=[settings.voice.default])
         items = _items(settings, assets)
-        print("CPU reference (ONNX Runtime, the float stage graphs the GPU engines run):")
-        reference = create_onnxruntime_engine(settings, assets, "onnxruntime", flavour="float")
+        reference = _reference(settings, assets, backend)
+        print(f"CPU reference (ONNX Runtime, the graphs the GPU engine runs, batch up to {reference.max_batch}):")
         expected = _render(reference, items, args.cpu_runs, "cpu reference")
         reference.close()
     except (AssetError, EngineError) as err:
@@ -171,9 +201,11 @@ def doctor_command(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     print(f"GPU engine ({engine.name} on {engine.device}, {engine.slots} slot(s)):")
     got = _render(engine, items, args.runs, engine.name)
+    passed = all(c.ok for c in checks)
+    if engine.max_batch > 1:
+        passed &= _batch_parity(engine, items, expected, args.runs)
     mem = engine.memory()
     engine.close()
-    passed = all(c.ok for c in checks)
     for item, (ref_audio, ref_frames), (audio, frames) in zip(items, expected, got, strict=True):
         same = np.array_equal(ref_frames, frames)
         distance = mel_distance_db(ref_audio, audio) if np.isfinite(audio).all() else float("inf")

@@ -1,8 +1,8 @@
 """The batched TensorRT lane without a GPU: profile shapes, grouping, buffer sizing, and the whole lane
 (pinned buffers, uploads, device-to-device gathers, one context per profile, unpadding) run against fake
 CUDA and fake TensorRT contexts that execute the real batched graphs with ONNX Runtime on the bytes at the
-addresses the lane bound. Each row must equal the sentence alone on the same graphs (~25 s on 2 cores:
-the graphs' CPU runs)."""
+addresses the lane bound. Each row must equal the sentence alone on the same graphs, and doctor's
+row-by-row check must pass on it (~30 s on 2 cores: the graphs' CPU runs)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from wyoming_fasttts.backends.plans import PlanCache, PlanKey, batch_shapes, bat
 from wyoming_fasttts.backends.tensorrt import choose_slots, slot_bytes
 from wyoming_fasttts.backends.trt_batched import BatchedLane, BatchLimits, batched_tensor_bytes, stage2_groups
 from wyoming_fasttts.config import load_settings
+from wyoming_fasttts.doctor import _batch_parity as batch_parity
 from wyoming_fasttts.model.export import ensure_batched_graphs
 from wyoming_fasttts.model.parity import mel_distance_db
 from wyoming_fasttts.text import normalize, phonemize
@@ -236,13 +237,22 @@ def test_lane_rows_equal_each_sentence_alone(batch) -> None:
     assert cuda.copies == 2 * len(items)              # each row's d and t_en gathered once, on the device
     reference = BatchedOnnxRuntimeEngine(graphs.stage1, graphs.stage2, max_batch=1, threads=2,
                                          tail_frames=settings.engine.tail_frames)
-    for item, (audio, frames) in zip(items, rows, strict=True):
-        alone_audio, alone_frames = reference.synthesize(item)
+    expected = [reference.synthesize(item) for item in items]
+    reference.close()
+    for (audio, frames), (alone_audio, alone_frames) in zip(rows, expected, strict=True):
         assert np.array_equal(frames, alone_frames)
         assert len(audio) == len(alone_audio) == frames.sum() * 600
         assert float(np.abs(audio - alone_audio).max()) < 0.05
         assert mel_distance_db(audio, alone_audio) < 0.1
-    reference.close()
+
+    class _Engine:  # what doctor sees of a batching engine
+        max_batch = limits.max_batch
+
+        @staticmethod
+        def run(batch: list[SynthesisItem]) -> list[np.ndarray]:
+            return [audio for audio, _ in lane.run(batch)]
+
+    assert batch_parity(_Engine(), items, expected, runs=1), "doctor's row-by-row check must pass here"
     with pytest.raises(EngineError, match="exceeds"):
         lane.run(items + items[:1])
     lane.close()

@@ -193,7 +193,6 @@ class TensorRTEngine:
         self.name = backend
         self.device = f"cuda:{device_id}"
         self._trt = trt = import_tensorrt(backend)
-        self._tail_frames = tail_frames
         self._cuda = Cuda(device_id)
         self._logger = trt.Logger(trt.Logger.WARNING)
         self._runtime = trt.Runtime(self._logger)
