@@ -148,7 +148,7 @@ class FakeContext:
     """Runs the stage graph with ONNX Runtime on the bytes at the bound addresses, inside the active profile."""
 
     def __init__(self, engine: FakeEngine) -> None:
-        self.engine, self.cuda = engine, engine.cuda
+        self.engine = engine
         self.profile, self.addresses, self.shapes, self.scratch = 0, {}, {}, None
         self.profiles_used: list[int] = []
 
@@ -171,7 +171,7 @@ class FakeContext:
     def _array(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
         dtype = np.int64 if name in _INT64 else np.float32
         nbytes = int(np.prod(shape)) * 8 if dtype is np.int64 else int(np.prod(shape)) * 4
-        return self.cuda._dev(self.addresses[name], nbytes).view(dtype).reshape(shape)
+        return self.engine.cuda._dev(self.addresses[name], nbytes).view(dtype).reshape(shape)
 
     def execute_async_v3(self, stream: int) -> bool:
         assert self.scratch is not None
@@ -185,7 +185,7 @@ class FakeContext:
 
 
 class FakeEngine:
-    def __init__(self, cuda: FakeCuda, graph: Path, key: PlanKey) -> None:
+    def __init__(self, cuda: FakeCuda | None, graph: Path, key: PlanKey) -> None:
         self.cuda, self.profiles = cuda, key.profiles
         self.session = ort.InferenceSession(str(graph), providers=["CPUExecutionProvider"])
         self.device_memory_size_v2 = 4096 * (2 if key.stage == "stage2" else 1)
@@ -257,3 +257,64 @@ def test_lane_rows_equal_each_sentence_alone(batch) -> None:
         lane.run(items + items[:1])
     lane.close()
     assert not cuda.pinned_buffers
+
+
+def test_engine_on_batched_plans_sizes_its_pool_from_the_plans_and_batches(batch, monkeypatch) -> None:
+    """``TensorRTEngine`` with the TensorRT module and CUDA faked: max_batch, slots and pool come from the plans'
+    profiles, and a batch renders through the lane (two short sentences: ~5 s)."""
+    from wyoming_fasttts.backends import tensorrt
+    from wyoming_fasttts.backends.plans import Plan, PlanRecord
+
+    settings, graphs, items = batch
+    keys = dict(zip(("stage1", "stage2"), _keys(settings), strict=True))
+    pool: list[FakeCuda] = []
+
+    class Cuda(FakeCuda):
+        def __init__(self, device_id: int) -> None:
+            pass
+
+        def malloc(self, size: int) -> int:
+            super().__init__(size)
+            pool.append(self)
+            return self.BASE
+
+        def free(self, ptr: int) -> None:
+            pool.remove(self)
+
+        def mem_info(self) -> tuple[int, int]:
+            return 10 * 2**30, 12 * 2**30
+
+    class Module(FakeTrt):
+        __version__ = "1.7.1.116"
+
+        class Logger:
+            WARNING = 2
+
+            def __init__(self, level: int) -> None:
+                pass
+
+        class Runtime:
+            def __init__(self, logger: object) -> None:
+                pass
+
+            @staticmethod
+            def deserialize_cuda_engine(data: bytes) -> FakeEngine:
+                stage = data.decode()
+                return FakeEngine(None, getattr(graphs, stage), keys[stage])   # its memory: the pool, below
+
+    monkeypatch.setattr(tensorrt, "import_tensorrt", lambda backend: Module)
+    monkeypatch.setattr(tensorrt, "Cuda", Cuda)
+    plans = {s: Plan(k, s.encode(), PlanRecord(k.fields(), "", 0, 0.0, weights_bytes=100 * MB), False)
+             for s, k in keys.items()}
+    engine = tensorrt.TensorRTEngine("tensorrt-rtx", plans, device_id=0, limits=tensorrt.Limits(512, 1024),
+                                     slots=0, budget_bytes=2048 * 2**20, tail_frames=settings.engine.tail_frames)
+    assert engine.max_batch == 4 and engine.slots >= 1
+    assert engine.pool_bytes == engine.slots * slot_bytes({"stage1": 4096, "stage2": 8192},
+                                                          batched_tensor_bytes(BatchLimits.from_keys(*keys.values())))
+    for fake in engine._engines.values():
+        fake.cuda = pool[0]   # fake engines read and write the pool the engine allocated
+    rows = engine.synthesize_batch(items[:2])
+    assert [len(audio) for audio, _ in rows] == [frames.sum() * 600 for _, frames in rows]
+    assert engine.memory().workspace_bytes == engine.pool_bytes
+    engine.close()
+    assert not pool
