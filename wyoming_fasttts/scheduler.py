@@ -155,15 +155,19 @@ class Scheduler:
         with self._cond:
             while True:
                 self._drop_cancelled()
+                if not self._queue:
+                    if self._stopping:
+                        return None
+                    self._cond.wait()
+                    continue
+                lease = self._lease
+                limit = min(lease.engine.max_batch, self._settings.max_batch)
+                if limit > 1:
+                    # Waiting releases the lock: another worker may take the jobs meanwhile.
+                    self._wait_for_batch(limit)
+                    self._drop_cancelled()
                 if self._queue:
                     break
-                if self._stopping:
-                    return None
-                self._cond.wait()
-            lease = self._lease
-            limit = min(lease.engine.max_batch, self._settings.max_batch)
-            if limit > 1:
-                self._wait_for_batch(limit)
             batch = self._pick(limit)
             lease.in_flight += 1
         self._report_depth()
@@ -181,6 +185,7 @@ class Scheduler:
             self._drop_cancelled()
             if not self._queue:
                 return
+            deadline = self._queue[0].enqueued + self._settings.max_queue_delay_ms / 1000.0
 
     def _pick(self, limit: int) -> list[_Job]:
         """The head job plus the queued jobs closest to it in length (less padding)."""
