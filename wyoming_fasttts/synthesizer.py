@@ -9,6 +9,7 @@ window of audio in memory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -17,16 +18,29 @@ import numpy as np
 
 from . import text
 from .audio import to_pcm16, trim_silence
-from .backends.base import SynthesisItem
+from .backends.base import EngineError, SynthesisItem
 from .config import Settings
-from .scheduler import Scheduler
-from .voices import VoiceBank
+from .scheduler import BusyError, Scheduler
+from .voices import UnknownVoiceError, VoiceBank
 
 _LOGGER = logging.getLogger(__name__)
 
 
 class TextError(ValueError):
     """Text that cannot be spoken (empty, only symbols, too long); the message is for the client."""
+
+
+def error_code(err: BaseException) -> str:
+    """The code a client gets for a failed request (Wyoming ``error`` events, HTTP JSON errors, metrics)."""
+    if isinstance(err, BusyError):
+        return "busy"
+    if isinstance(err, UnknownVoiceError):
+        return "unknown-voice"
+    if isinstance(err, TextError):
+        return "bad-text"
+    if isinstance(err, EngineError):
+        return "engine"
+    return "internal"
 
 
 @dataclass(frozen=True)
@@ -94,6 +108,29 @@ class Synthesizer:
 
     def speech(self, voice: str, speed: float) -> Speech:
         return Speech(self, voice, speed)
+
+    async def one_shot(self, sentences: list[Sentence], voice: str, speed: float) -> AsyncIterator[bytes]:
+        """PCM per piece of a request whose text is all known up front (Wyoming synthesize, /api/tts).
+
+        Close it with ``contextlib.aclosing``: leaving early cancels the sentences not yet synthesised.
+        """
+        speech = self.speech(voice, speed)
+
+        async def feed() -> None:
+            await speech.add(sentences)
+            speech.close()
+
+        feeder = asyncio.create_task(feed())
+        try:
+            async for pcm, _last in speech.audio():
+                yield pcm
+            await feeder
+        except BaseException:
+            speech.cancel()
+            feeder.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await feeder
+            raise
 
 
 class SpeechCancelled(ConnectionError):

@@ -8,7 +8,6 @@ from other hosts and from pages of other origins, whatever the bind address.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ipaddress
 import json
@@ -23,9 +22,8 @@ from aiohttp import web
 from ..audio import wav_bytes
 from ..config import Settings
 from ..metrics import CONTENT_TYPE, Metrics
-from ..synthesizer import Synthesizer, TextError
+from ..synthesizer import Synthesizer, TextError, error_code
 from ..watchdog import ReloadInProgress
-from .wyoming import _error_code, _feed
 
 if TYPE_CHECKING:
     from .app import Runtime
@@ -142,7 +140,7 @@ class HttpServer:
             name, speed = runtime.synth.check_request(text, voice, speed)
             pcm = await _speak(runtime, text, name, speed)
         except Exception as err:
-            code = _error_code(err)
+            code = error_code(err)
             if code == "internal":
                 _LOGGER.exception("error handling /api/tts")
             runtime.requests.error(code, api="http")
@@ -208,21 +206,13 @@ async def _speak(runtime: Runtime, text: str, voice: str, speed: float) -> bytes
     received = time.monotonic()
     sentences = await synth.prepare(text)
     runtime.requests.begin("http")
-    speech = synth.speech(voice, speed)
-    feeder = asyncio.create_task(_feed(speech, sentences))
     parts: list[bytes] = []
     try:
-        async for pcm, _last in speech.audio():
-            if not parts:
-                runtime.metrics.first_audio_seconds.labels("http").observe(time.monotonic() - received)
-            parts.append(pcm)
-        await feeder
-    except BaseException:
-        speech.cancel()
-        feeder.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await feeder
-        raise
+        async with contextlib.aclosing(synth.one_shot(sentences, voice, speed)) as audio:
+            async for pcm in audio:
+                if not parts:
+                    runtime.metrics.first_audio_seconds.labels("http").observe(time.monotonic() - received)
+                parts.append(pcm)
     finally:
         runtime.requests.end()
     return b"".join(parts)

@@ -23,11 +23,9 @@ from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, Synthesize
 
 from .. import __version__
 from ..audio import CHANNELS, SAMPLE_WIDTH, pcm_chunks
-from ..backends.base import SAMPLE_RATE, EngineError
-from ..scheduler import BusyError
-from ..synthesizer import Speech, SpeechCancelled, Synthesizer, TextError
+from ..backends.base import SAMPLE_RATE
+from ..synthesizer import Speech, SpeechCancelled, Synthesizer, TextError, error_code
 from ..text import SentenceBuffer
-from ..voices import UnknownVoiceError
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -93,18 +91,6 @@ class _Stream:
     spoken: bool = False
 
 
-def _error_code(err: BaseException) -> str:
-    if isinstance(err, BusyError):
-        return "busy"
-    if isinstance(err, UnknownVoiceError):
-        return "unknown-voice"
-    if isinstance(err, TextError):
-        return "bad-text"
-    if isinstance(err, EngineError):
-        return "engine"
-    return "internal"
-
-
 class FastTtsHandler(AsyncEventHandler):
     def __init__(self, info: Info, synth: Synthesizer, requests: Requests, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -144,9 +130,9 @@ class FastTtsHandler(AsyncEventHandler):
         except (ConnectionError, asyncio.CancelledError):
             return False
         except Exception as err:  # one bad request must never take the connection down
-            if _error_code(err) == "internal":
+            if error_code(err) == "internal":
                 _LOGGER.exception("error handling %s", event.type)
-            await self._send_error(str(err), _error_code(err))
+            await self._send_error(str(err), error_code(err))
         return True
 
     async def _dispatch(self, event: Event) -> None:
@@ -179,22 +165,16 @@ class FastTtsHandler(AsyncEventHandler):
         request = Synthesize.from_event(event)
         name, speed = self._synth.check_request(request.text, *self._voice_and_speed(request.voice, event))
         sentences = await self._synth.prepare(request.text)
-        speech = self._synth.speech(name, speed)
         self._requests.begin()
         try:
-            feeder = asyncio.create_task(_feed(speech, sentences))
             started = False
-            async for pcm, _last in speech.audio():
-                if not started:
-                    await self.write_event(_audio_start())
-                    started = True
-                await self._write_audio(pcm)
-            await feeder
+            async with contextlib.aclosing(self._synth.one_shot(sentences, name, speed)) as audio:
+                async for pcm in audio:
+                    if not started:
+                        await self.write_event(_audio_start())
+                        started = True
+                    await self._write_audio(pcm)
             await self.write_event(AudioStop().event())
-        except BaseException:
-            speech.cancel()
-            feeder.cancel()
-            raise
         finally:
             self._requests.end()
 
@@ -260,7 +240,7 @@ class FastTtsHandler(AsyncEventHandler):
             speech.cancel()
             if open_cycle:
                 await self.write_event(AudioStop().event())
-            await self._send_error(str(err), _error_code(err))
+            await self._send_error(str(err), error_code(err))
 
     async def _write_audio(self, pcm: bytes) -> None:
         for chunk in pcm_chunks(pcm, self._chunk_ms):
@@ -273,11 +253,6 @@ class FastTtsHandler(AsyncEventHandler):
         self._requests.error(code)
         with contextlib.suppress(ConnectionError):
             await async_write_event(Error(text=text, code=code).event(), self.writer)
-
-
-async def _feed(speech: Speech, sentences) -> None:
-    await speech.add(sentences)
-    speech.close()
 
 
 def _audio_start() -> Event:
