@@ -55,14 +55,15 @@ class _Rules:
         compare = "".join(re.escape(s) for s in d["compare_symbols"])
         per = _alternation(d["per_words"])
         # A clock or ratio pair is not part of a longer one (12:03:45) but may follow a colon (提醒：08:05).
-        pair = r"(?<!\d[:：])(?<!\d)"
+        pair = r"(?<!\d[:：])(?<![\d.])"
         return [
             (re.compile(rf"(?<![A-Za-z])([{d['plate_provinces']}])([A-Z])\s*[·.]?\s*(?=[A-Z\d]{{5,6}}(?![A-Za-z\d]))"
                         r"([A-Z]*\d[A-Z\d]*)"), self._plate),
             (re.compile(r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])"), self._ip),
             (re.compile(r"(?<![\d.])\d+(?:\.\d+)+(?![\d.])"), self._version),
             (re.compile(r"(?<!\d)(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})(?![\d.])(?:\s*[日号])?"), self._ymd),
-            (re.compile(r"(?<=[日号])\s*[-~]\s*(?=\d{1,2}月)"), lambda m: "到"),
+            (re.compile(r"(?:(?<=[日号])\s*[-~]\s*(?=\d{1,2}月)|(?:(?<=[%‰])|(?<=°C))\s*[-~]\s*(?=\d))"),
+             lambda m: "到"),
             (re.compile(r"(?<!\d)(\d{1,2})月(\d{1,2})(?=[日号])"), self._md),
             (re.compile(r"(?<![\d./])(\d{1,2})/(\d{1,2})(?![\d/])"), self._month_day),
             (re.compile(r"#\s*(\d+)|(\d+)\s*#"), lambda m: (m[1] or m[2]) + "号"),
