@@ -66,7 +66,8 @@ class _Rules:
              lambda m: "到"),
             (re.compile(r"(?<!\d)(\d{1,2})月(\d{1,2})(?=[日号])"), self._md),
             (re.compile(r"(?<![\d./])(\d{1,2})/(\d{1,2})(?![\d/])"), self._month_day),
-            (re.compile(r"#\s*(\d+)|(\d+)\s*#"), lambda m: (m[1] or m[2]) + "号"),
+            # №3, 3#楼 (№ became # above); not a Markdown heading (## 1. …).
+            (re.compile(r"(?<!#)#\s?(\d+)(?![\d.])号?|(\d+)#(?!#)"), lambda m: (m[1] or m[2]) + "号"),
             (re.compile(rf"(?:{cue_before})(?:是|为|：|:|\s)*[A-Z]{{0,3}}-?(?:\d[\d -]*\d|\d)"), self._cued),
             (re.compile(rf"(?<![\d.])\d{{3,}}(?:-\d+)*(?=\s*(?:{cue_after}))"), self._digit_string),
             (re.compile(r"(?<![\d.\-])(?:\+86[\s-]*)?(?:1[3-9]\d[\s-]?\d{4}[\s-]?\d{4}|0\d{2,3}-\d{7,8}"
