@@ -53,10 +53,11 @@ def split_sentences(text: str, max_chars: int = 80, first_clause_chars: int = 0)
                 parts.append(cur)
             parts = [p[i : i + max_chars] for p in parts for i in range(0, len(p), max_chars)]
         out.extend(parts)
-    if first_clause_chars and out and len(out[0]) > first_clause_chars:
-        clauses = _pieces(out[0], _CLAUSE)
-        if len(clauses) > 1:
-            out[:1] = [clauses[0], "".join(clauses[1:])]
+    if first_clause_chars and out:
+        if len(out[0]) > first_clause_chars:
+            clauses = _pieces(out[0], _CLAUSE)
+            if len(clauses) > 1:
+                out[:1] = [clauses[0], "".join(clauses[1:])]
         out[:1] = lead(out[0], first_clause_chars)
     return [p.strip() for p in out if p.strip()]
 
@@ -65,15 +66,16 @@ def lead(piece: str, limit: int) -> list[str]:
     """The first piece of a reply in growing chunks cut at word boundaries, so its audio starts early.
 
     On a CPU a piece takes time in proportion to its length, so a reply whose first sentence is long and
-    has no comma would be heard only after all of it was synthesised. The first chunk is about half of
-    ``limit`` syllables; each next one may be three times longer, since the audio already playing covers
-    the time it takes. Cuts fall between jieba words, before a word that opens a phrase where one is near,
-    never inside or right after a number's reading nor before a particle; a cut chunk ends with a pause mark
-    (the model says it as a phrase, not a sentence end).
+    has no comma would be heard only after all of it was synthesised. A piece longer than half of ``limit``
+    is cut about a third of ``limit`` syllables in (at most ``limit``); each next chunk may be three times
+    longer, since the audio already playing covers the time it takes. Cuts fall between jieba words,
+    before a word that opens a phrase where one is in reach, never inside or right after a number's reading
+    nor before a particle; a cut chunk ends with a pause mark (the model says it as a phrase, not a
+    sentence end).
     """
     chunks: list[str] = []
-    target = max(2, limit // 2)
-    while len(piece) > limit:
+    target = max(_MIN_CHUNK, limit // 3)
+    while len(piece.rstrip(_SENTENCE_END + _CLAUSE)) > limit // 2:
         cut = _word_cut(piece, target, limit)
         if cut is None:
             break
