@@ -236,11 +236,12 @@ class _Rules:
         return self._sign(sign, after) + self._read_number(m.string[: m.start()], whole + (frac or ""), after)
 
     def _read_number(self, before: str, number: str, after: str) -> str:
-        """A bare number: 两 before a measure word, digit by digit for long or zero-led strings."""
+        """A bare number: 两 before a measure word, digit by digit for long or zero-led strings (unless a
+        measure word or 万/亿 shows an amount: 2000000元 → 两百万元)."""
         if "." in number:
             return decimal(number)
         amount = bool(re.match(r"\s*[万亿]", after) or self.liang_re.match(after))
-        if len(number) > 1 and (number.startswith("0") or (len(number) >= 7 and not amount)) and not amount:
+        if len(number) > 1 and (number.startswith("0") or len(number) >= 7) and not amount:
             return _read_code(number)
         ordinal = before.endswith("第") or bool(self.ordinal_re.match(after))
         return cardinal(number, liang=not ordinal and bool(self.liang_re.match(after)), big_liang=not ordinal)
