@@ -200,6 +200,8 @@ def doctor_command(args: argparse.Namespace, settings: Settings) -> int:
         print(f"FAIL: {backend} could not be built or loaded: {err}")
         return 1
     print(f"GPU engine ({engine.name} on {engine.device}, {engine.slots} slot(s)):")
+    if getattr(engine, "replay", None):  # bucketed engines: whether each stage replays a CUDA graph
+        print(f"  replay: {engine.replay}")
     got = _render(engine, items, args.runs, engine.name)
     passed = all(c.ok for c in checks)
     if engine.max_batch > 1:
