@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ADDON = ROOT / "addon"
 S6 = ADDON / "rootfs/etc/s6-overlay/s6-rc.d"
 HEALTHCHECK = ADDON / "rootfs/usr/local/bin/wyoming-fasttts-healthcheck"
-SCRIPTS = [S6 / "fasttts/run", S6 / "fasttts/finish", S6 / "discovery/run"]
+SCRIPTS = [S6 / "fasttts/run", S6 / "fasttts/finish", S6 / "discovery/run", ROOT / "docker/entrypoint.sh"]
 DOCKERFILES = [ADDON / "Dockerfile", ROOT / "Dockerfile.gpu"]
 
 
@@ -259,7 +259,8 @@ def test_gpu_image_offers_both_tensorrt_flavours() -> None:
     assert "tensorrt-rtx|tensorrt)" in text
     assert _pyproject_field("tensorrt-rtx") and _pyproject_field("tensorrt"), "the extras pip installs"
     assert 'VOLUME ["/data", "/engines"]' in text
-    assert "build-engine" in text and "--engine-dir /engines" in text
+    entrypoint = (ROOT / "docker/entrypoint.sh").read_text(encoding="utf-8")
+    assert "build-engine" in entrypoint and "engine_dir=${FASTTTS_ENGINE_DIR:-/engines}" in entrypoint
 
 
 def test_build_context_carries_what_the_gpu_image_copies() -> None:

@@ -65,6 +65,8 @@ _WHEEL_ENGINES = {"tensorrt-rtx-cu12": ("tensorrt-rtx",), "tensorrt-cu12": ("ten
 def add_doctor_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", type=int, default=20, help="timed runs per sentence and engine (default 20)")
     parser.add_argument("--cpu-runs", type=int, default=3, help="timed CPU reference runs per sentence (default 3)")
+    parser.add_argument("--onnxruntime-cuda-only", action="store_true",
+                        help="only check that ONNX Runtime runs on CUDA here; exit 0 if it does (seconds, no model)")
 
 
 def _versions() -> dict[str, str]:
@@ -266,6 +268,20 @@ def _batch_parity(engine: object, items: list, expected: list, runs: int) -> boo
     return passed
 
 
+def _onnxruntime_cuda_only(settings: Settings) -> int:
+    """The GPU container asks this before it falls back to ONNX Runtime: CUDA if it really loads, else the CPU."""
+    from .backends.base import EngineError
+
+    try:
+        from .backends.onnxruntime import cuda_provider_problem
+
+        problem = cuda_provider_problem(settings.engine.device_id)
+    except EngineError as err:
+        problem = str(err)
+    print(f"ONNX Runtime CUDA: {'works' if problem is None else 'NO, ' + problem}")
+    return 0 if problem is None else 1
+
+
 def doctor_command(args: argparse.Namespace, settings: Settings) -> int:
     from .assets import AssetError, ensure_assets
     from .backends import create_engine
@@ -273,6 +289,8 @@ def doctor_command(args: argparse.Namespace, settings: Settings) -> int:
     from .backends.select import choose_backend
     from .model.parity import mel_distance_db
 
+    if args.onnxruntime_cuda_only:
+        return _onnxruntime_cuda_only(settings)
     lines, checks = environment_checks(settings)
     print("Environment:\n" + "\n".join(f"  {line}" for line in lines))
     backend, reason = (settings.engine.backend, "requested") if settings.engine.backend != "auto" \

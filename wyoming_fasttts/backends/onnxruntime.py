@@ -65,6 +65,25 @@ def cuda_providers(device_id: int) -> list[Any]:
     return [(CUDA_PROVIDER, options), "CPUExecutionProvider"]
 
 
+def cuda_provider_problem(device_id: int = 0) -> str | None:
+    """None when ONNX Runtime runs a session on CUDA here, else why not (a one-node graph, ~1 s)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "probe",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = min(model.ir_version, onnx.IR_VERSION)
+    try:
+        session = ort.InferenceSession(model.SerializeToString(), providers=cuda_providers(device_id))
+    except Exception as err:  # every failure here is the answer, not a crash
+        return f"{type(err).__name__}: {err}"
+    if session.get_providers()[0] != CUDA_PROVIDER:
+        return "the CUDA provider's libraries did not load (CUDA 13 runtime, cuBLAS or cuDNN 9; see the log above)"
+    return None
+
+
 def pad_tokens(ids: np.ndarray) -> np.ndarray:
     """[0, *ids, 0] as the model's int64 [1, T] input."""
     return np.concatenate([[0], np.asarray(ids, np.int64), [0]]).astype(np.int64)[None, :]

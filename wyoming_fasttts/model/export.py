@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     settings = load_settings(args.config, {"assets.data_dir": args.data_dir})
-    graphs = ensure_batched_graphs(ensure_assets(settings.assets), settings.assets.data_path)
+    graphs = ensure_batched_graphs(ensure_assets(settings.assets, voices=[]), settings.assets.data_path)
     print(json.dumps({"stage1": str(graphs.stage1), "stage2": str(graphs.stage2)}, indent=2))
 
 
