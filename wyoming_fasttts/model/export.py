@@ -155,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from ..config import load_settings
 
     parser = argparse.ArgumentParser(description="Export Kokoro's batched stage graphs into the data dir cache.")
-    parser.add_argument("--config", help="a config file (same keys as config.yaml)")
+    parser.add_argument("--config", help="a config file (same keys as defaults.yaml)")
     parser.add_argument("--data-dir", help="overrides assets.data_dir")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
