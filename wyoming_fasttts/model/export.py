@@ -1,4 +1,5 @@
-"""Batched Kokoro graphs: re-exported from the reference PyTorch model, cached by content, fed by the host.
+"""Batched Kokoro graphs: re-exported from the reference PyTorch model, cached by model and format version, fed
+by the host.
 
 The shipped export fixes the batch at 1 (squeezed audio, batch-0 gathers, LSTMs without lengths, no
 masks), so it cannot be patched into a batched one. ``reference.BatchedDurations`` / ``BatchedVocoder``
@@ -96,13 +97,16 @@ class BatchedGraphs:
     stage2: Path
 
 
-def cache_key(model_path: Path) -> str:
-    """Hash of the model's bytes and of the code that builds the graphs from it."""
-    from . import dequantize
+FORMAT_VERSION = 1
+"""The batched graphs' format. Raise it in the change that makes newly exported graphs differ from earlier
+ones (the batched modules in ``reference``, the dequantisation they load, ``OPSET``, the stage inputs and
+outputs in ``batching``): caches and the GPU image's prebuilt graphs are then exported again. Anything else
+(a comment, a refactor) keeps the key, so a server without torch keeps its batched graphs."""
 
-    digest = hashlib.sha256(sha256_of(model_path).encode())
-    for source in (Path(__file__), Path(__file__).with_name("reference.py"), Path(dequantize.__file__)):
-        digest.update(source.read_bytes())
+
+def cache_key(model_path: Path) -> str:
+    """Hash of the model's bytes and the format version: nothing else decides what the export produces."""
+    digest = hashlib.sha256(f"{sha256_of(model_path)}:batched-format-{FORMAT_VERSION}".encode())
     return digest.hexdigest()[:20]
 
 
@@ -151,12 +155,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     from ..config import load_settings
 
     parser = argparse.ArgumentParser(description="Export Kokoro's batched stage graphs into the data dir cache.")
-    parser.add_argument("--config", help="a config file (same keys as config.yaml)")
+    parser.add_argument("--config", help="a config file (same keys as defaults.yaml)")
     parser.add_argument("--data-dir", help="overrides assets.data_dir")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     settings = load_settings(args.config, {"assets.data_dir": args.data_dir})
-    graphs = ensure_batched_graphs(ensure_assets(settings.assets), settings.assets.data_path)
+    graphs = ensure_batched_graphs(ensure_assets(settings.assets, voices=[]), settings.assets.data_path)
     print(json.dumps({"stage1": str(graphs.stage1), "stage2": str(graphs.stage2)}, indent=2))
 
 
