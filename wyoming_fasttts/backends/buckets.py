@@ -10,8 +10,10 @@ for frames): a row padded with zeros to a longer T or F computes what it compute
 norm statistics; docs/BATCHING.md), and the audio past a row's end is cut off by ``audio_lengths``. Extra
 rows (to reach a bucket's row count) repeat the first row and are dropped afterwards.
 
-Rows are powers of two up to ``max_batch``; tokens (pads included) powers of two; frames in steps of about
-sqrt(2), because stage 2's time grows with frames while stage 1 is cheap at any token count. Stage 2's
+Rows are powers of two up to ``max_batch``; tokens (pads included) powers of four (32, 128, 512); frames in
+steps of about sqrt(2). Stage 2's time grows with frames, while tokens only widen the alignment product and
+stage 1, which are cheap; and every shape costs start-up time (ONNX Runtime CUDA plans each new shape, then
+captures it), so the coarse token steps keep the set small (105 shapes at the defaults). Stage 2's
 activations grow with rows x frames, so a (rows, frames) pair is a bucket only within ``batch_frames``;
 a batch that would exceed it is split into several stage-2 calls (``stage2_groups``).
 """
@@ -26,15 +28,15 @@ import numpy as np
 from ..model.batching import stage1_feeds
 from .base import EngineError, SynthesisItem
 
-MIN_TOKENS = 16
+MIN_TOKENS = 32
 MIN_FRAMES = 32
 
 
-def _powers_of_two(low: int, high: int) -> tuple[int, ...]:
-    """low, 2 low, 4 low ... up to the first value >= high (so ``high`` itself always fits)."""
+def _powers_of_two(low: int, high: int, step: int = 2) -> tuple[int, ...]:
+    """low, step low, step^2 low ... up to the first value >= high (so ``high`` itself always fits)."""
     values = [low]
     while values[-1] < high:
-        values.append(values[-1] * 2)
+        values.append(values[-1] * step)
     return tuple(values)
 
 
@@ -57,7 +59,7 @@ class Buckets:
     def for_limits(cls, max_batch: int, max_tokens: int, max_frames: int, batch_frames: int) -> Buckets:
         """``max_tokens`` counts phoneme ids (the two pads are added here); the largest bucket of each holds
         its limit, so every sentence the engine accepts has a bucket."""
-        return cls(rows=_powers_of_two(1, max_batch), tokens=_powers_of_two(MIN_TOKENS, max_tokens + 2),
+        return cls(rows=_powers_of_two(1, max_batch), tokens=_powers_of_two(MIN_TOKENS, max_tokens + 2, 4),
                    frames=_root_two_steps(MIN_FRAMES, max_frames), batch_frames=max(batch_frames, max_frames))
 
     @staticmethod

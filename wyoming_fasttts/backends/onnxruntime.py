@@ -226,9 +226,9 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
 
             buckets = Buckets.for_limits(settings.scheduler.max_batch, eng.max_tokens, eng.max_frames,
                                          eng.batch_frames)
-            return GraphOnnxRuntimeEngine(batched.stage1, batched.stage2, buckets=buckets, providers=common["providers"],
-                                          options=common["options"], tail_frames=eng.tail_frames, name=backend,
-                                          device_id=eng.device_id)
+            return GraphOnnxRuntimeEngine(batched.stage1, batched.stage2, buckets=buckets,
+                                          providers=common["providers"], options=common["options"],
+                                          tail_frames=eng.tail_frames, name=backend, device_id=eng.device_id)
         if batched is not None:
             return BatchedOnnxRuntimeEngine(batched.stage1, batched.stage2,
                                             max_batch=settings.scheduler.max_batch, **common)

@@ -50,20 +50,32 @@ class _Stage:
     def __init__(self, name: str, model: Path | bytes, options: ort.SessionOptions, providers: list[Any],
                  graphs: bool, device_id: int) -> None:
         self.name, self.device_id = name, device_id
+        self._source = model if isinstance(model, bytes) else str(model)
+        self._options, self._providers = options, providers
         self.graphs = False
         self.why = "graph capture off"
-        source = model if isinstance(model, bytes) else str(model)
         self.session: ort.InferenceSession | None = None
         if graphs:
             try:
-                self.session = ort.InferenceSession(source, options, providers=_with_graphs(providers))
+                self.session = ort.InferenceSession(self._source, options, providers=_with_graphs(providers))
                 self.graphs, self.why = True, "CUDA graphs"
             except Exception as err:  # ORT refuses capture for graphs with host copies: say why, run without
-                self.why = f"no CUDA graph ({' '.join(str(err).split())[:240]})"
-                _LOGGER.warning("%s: %s", name, self.why)
+                self.without_graphs(f"session refused capture: {err}")
         if self.session is None:
-            self.session = ort.InferenceSession(source, options, providers=providers)
+            self.session = ort.InferenceSession(self._source, options, providers=providers)
         self.bindings: dict[tuple[int, ...], tuple[Any, ort.RunOptions]] = {}
+        self._bound: dict[tuple[int, ...], tuple[dict, tuple[str, ...]]] = {}
+
+    def without_graphs(self, why: str) -> None:
+        """Fall back to plain runs at the same bound shapes (a new session: capture cannot be switched off)."""
+        self.why = f"no CUDA graph ({' '.join(why.split())[:240]})"
+        _LOGGER.warning("%s: %s", self.name, self.why)
+        self.graphs = False
+        if self.session is not None:
+            self.session = ort.InferenceSession(self._source, self._options, providers=self._providers)
+            bound, self.bindings = self._bound, {}
+            for shape, (tensors, outputs) in bound.items():
+                self.bind(shape, tensors, outputs)
 
     def bind(self, shape: tuple[int, ...], tensors: dict[str, tuple[ort.OrtValue, tuple[int, ...]]],
              outputs: tuple[str, ...]) -> None:
@@ -73,6 +85,7 @@ class _Stage:
             bind = io.bind_output if name in outputs else io.bind_input
             bind(name, buffer.device_name(), self.device_id, _NUMPY[buffer.data_type()], list(dims),
                  buffer.data_ptr())
+        self._bound[shape] = (tensors, outputs)
         options = ort.RunOptions()
         if self.graphs:
             options.add_run_config_entry("gpu_graph_id", str(len(self.bindings) + 1))
@@ -119,6 +132,9 @@ class GraphOnnxRuntimeEngine:
         if cuda and replace_atan(model2):
             _LOGGER.info("stage 2: Atan rewritten for the CUDA provider")
         self.stage1 = _Stage("stage 1", stage1, options, providers, graphs and cuda, device_id)
+        if cuda and self.stage1.session.get_providers()[0] != "CUDAExecutionProvider":
+            raise EngineError("ONNX Runtime could not load its CUDA provider (its log above names the missing "
+                              "library); pip install 'wyoming-fasttts[gpu]' brings CUDA 13, cuBLAS and cuDNN 9")
         self.stage2 = _Stage("stage 2", model2.SerializeToString(), options, providers, graphs and cuda, device_id)
         del model2
         self.shapes1, self.shapes2 = buckets.stage1_shapes(), buckets.stage2_shapes()
@@ -167,18 +183,31 @@ class GraphOnnxRuntimeEngine:
             self._put("style", np.full(self._host["style"].size, 0.1, np.float32))
             self._put("speed", np.ones(self._host["speed"].size, np.float32))
             self._put("tokens", np.full(self._host["tokens"].size, 16, np.int64))
-            for _ in range(2):
-                for b, t in self.shapes1:
-                    self._put("lengths", np.full(b, t, np.int64))
-                    self.stage1.run((b, t))
-                for b, t, f in self.shapes2:
-                    aligned = np.zeros((b, t, f), np.float32)
-                    aligned[:, np.arange(t), np.arange(t) * f // t] = 1.0
-                    self._put("alignment", aligned)
-                    self._put("frames", np.full(b, f, np.int64))
-                    self.stage2.run((b, t, f))
+            for capture in (False, True):
+                for stage in (self.stage1, self.stage2):
+                    try:
+                        self._warm(stage)
+                    except Exception as err:  # a kernel that cannot be captured: run this stage uncaptured
+                        if not (capture and stage.graphs):
+                            raise
+                        stage.without_graphs(f"capture failed: {err}")
+                        self._warm(stage)
         self.warmup_s = time.perf_counter() - start
         _LOGGER.info("warm-up: %d shapes in %.1f s", len(self.shapes1) + len(self.shapes2), self.warmup_s)
+
+    def _warm(self, stage: _Stage) -> None:
+        """One run of every shape of ``stage`` (its first replays it, the next captures with graphs on)."""
+        if stage is self.stage1:
+            for b, t in self.shapes1:
+                self._put("lengths", np.full(b, t, np.int64))
+                stage.run((b, t))
+            return
+        for b, t, f in self.shapes2:
+            aligned = np.zeros((b, t, f), np.float32)
+            aligned[:, np.arange(t), np.arange(t) * f // t] = 1.0
+            self._put("alignment", aligned)
+            self._put("frames", np.full(b, f, np.int64))
+            stage.run((b, t, f))
 
     def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
         return [audio for audio, _ in self.synthesize_batch(items)]
