@@ -9,16 +9,17 @@ step=$1 code=$2 pack=/opt/pack data=$HOME/.local/share/wyoming-fasttts
 export PYTHONUNBUFFERED=1 PYTHONPATH=$pack/site
 log=$OUT/$step.log
 if [ "$step" = A ]; then
-  (cat $pack/chunks/chunk.* | tar -C $pack -xf - && cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
+  (cat $pack/chunks/chunk.* | tar -C $pack -xf - && cd $pack && sha256sum -c data/sha) 2>&1 | tee -a "$log"
   python3 -m pip uninstall -y -q onnxruntime 2>&1 | tail -1     # the image's CPU build: a user's venv has one ORT
   python3 -m pip install -q --no-index --no-deps --no-compile --target $pack/site $pack/wheels/*.whl 2>&1 | tail -2
-  python3 -m pip install -q --no-index --no-deps --no-build-isolation --target $pack/site "$code" 2>&1 | tail -2
+  python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /opt/user "$code" 2>&1 | tail -2
   mkdir -p "$data/voices" && cp $pack/data/kokoro-v1.0.int8.onnx $pack/data/vocab.json "$data/" \
     && cp $pack/data/voices/* "$data/voices/"
   nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv 2>&1 | tee -a "$log"
   python3 -c 'import onnxruntime as o, torch; print("ORT", o.__version__, o.get_available_providers(), "torch", torch.__version__)' 2>&1 | tee -a "$log"
   echo "== doctor (README: pip install '.[gpu,export]'; wyoming-fasttts doctor)" | tee -a "$log"
-  (cd /tmp && timeout 300 $pack/site/bin/wyoming-fasttts doctor) 2>&1 | tee -a "$log"
+  (cd /tmp && PYTHONPATH=/opt/user:$pack/site timeout 300 /opt/user/bin/wyoming-fasttts doctor) 2>&1 \
+    | grep -v -E 'Warning|warn\(|No registered plugin|^\s*$' | tee -a "$log"
   echo "== gpu_replay" | tee -a "$log"
   (cd "$code" && timeout 200 python3 benchmarks/gpu_replay.py --inputs inputs.json --data-dir "$data" --runs 200 \
      --out $OUT/replay.json) 2>&1 | grep -v Warning | tee -a "$log"

@@ -95,7 +95,8 @@ def _ort_cuda_major() -> int | None:
     for location in spec.submodule_search_locations:
         for lib in Path(location, "capi").glob("libonnxruntime_providers_cuda.so*"):
             with open(lib, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                match = re.search(rb"libcudart\.so\.(\d+)", data)
+                at = data.find(b"libcudart.so.")  # re cannot search an mmap on every Python (3.12: TypeError)
+                match = re.match(rb"(\d+)", data[at + 13:at + 16]) if at >= 0 else None
             if match:
                 return int(match.group(1))
     return None

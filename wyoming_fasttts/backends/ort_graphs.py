@@ -35,7 +35,7 @@ import onnx
 import onnxruntime as ort
 
 from ..model.alignment import SAMPLES_PER_FRAME, alignment, frame_counts
-from ..model.cuda_fixes import replace_atan
+from ..model.cuda_fixes import replace_atan, shape_bounds_on_gpu
 from ..model.split import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS
 from .base import EngineError, EngineMemory, SynthesisItem
 from .buckets import Buckets, bucket_feeds, stage2_groups
@@ -129,8 +129,9 @@ class GraphOnnxRuntimeEngine:
         self._lock = threading.Lock()
         self._weights = stage1.stat().st_size + stage2.stat().st_size
         model2 = onnx.load(str(stage2))
-        if cuda and replace_atan(model2):
-            _LOGGER.info("stage 2: Atan rewritten for the CUDA provider")
+        if cuda:
+            _LOGGER.info("stage 2 for the CUDA provider: %d Atan rewritten, %d shape-derived Clip bounds on the GPU",
+                         replace_atan(model2), shape_bounds_on_gpu(model2))
         self.stage1 = _Stage("stage 1", stage1, options, providers, graphs and cuda, device_id)
         if cuda and self.stage1.session.get_providers()[0] != "CUDAExecutionProvider":
             raise EngineError("ONNX Runtime could not load its CUDA provider (its log above names the missing "

@@ -64,3 +64,52 @@ def replace_atan(model: onnx.ModelProto) -> int:
     del graph.node[:]
     graph.node.extend(kept)
     return count
+
+
+def shape_bounds_on_gpu(model: onnx.ModelProto) -> int:
+    """Clip bounds computed from tensor shapes, recomputed on the GPU; returns how many.
+
+    ONNX Runtime keeps shape arithmetic on the CPU, and the CUDA ``Clip`` reads its bounds from device
+    memory, so a bound like ``n - 1`` (the harmonic source clamping its interpolation index to the row) needs
+    a host-to-device copy, which forbids CUDA graph capture (measured on an H200: the one copy left in stage
+    2). The bound's value is a length-derived count >= 0: ``ConstantOfShape`` (shape read on the host) makes
+    that many ones on the GPU and ``ReduceSum`` counts them there, exactly (< 2^24).
+    """
+    graph = model.graph
+    constants = {t.name for t in graph.initializer}
+    producer = {o: n for n in graph.node for o in n.output}
+    constants |= {o for n in graph.node if n.op_type == "Constant" for o in n.output}
+
+    def from_shape(name: str, depth: int = 0) -> bool:
+        node = producer.get(name)
+        if node is None or depth > 12:
+            return False
+        return node.op_type == "Shape" or any(from_shape(i, depth + 1) for i in node.input if i not in constants)
+
+    before: dict[int, list[onnx.NodeProto]] = {}
+    count = 0
+    for clip in [n for n in graph.node if n.op_type == "Clip"]:
+        for k in (1, 2):
+            if len(clip.input) <= k or not clip.input[k] or clip.input[k] in constants or not from_shape(clip.input[k]):
+                continue
+            name, p = clip.input[k], f"gpu_bound{count}"
+            cast = producer.get(name)
+            to = next((a.i for a in cast.attribute if a.name == "to"), onnx.TensorProto.INT64) \
+                if cast is not None and cast.op_type == "Cast" else onnx.TensorProto.INT64
+            before.setdefault(id(clip), []).extend([
+                helper.make_node("Unsqueeze", [name, "gpu_bound/axes0"], [f"{p}/len"], name=f"{p}/len"),
+                helper.make_node("ConstantOfShape", [f"{p}/len"], [f"{p}/ones"], name=f"{p}/ones",
+                                 value=numpy_helper.from_array(np.array([1.0], np.float32))),
+                helper.make_node("ReduceSum", [f"{p}/ones"], [f"{p}/count"], name=f"{p}/count", keepdims=0),
+                helper.make_node("Cast", [f"{p}/count"], [f"{p}/value"], name=f"{p}/value", to=to),
+            ])
+            clip.input[k] = f"{p}/value"
+            count += 1
+    if count:  # each Clip's new nodes just before it: the graph stays topologically sorted
+        graph.initializer.extend([numpy_helper.from_array(np.array([0], np.int64), "gpu_bound/axes0")])
+        nodes = list(graph.node)
+        del graph.node[:]
+        for node in nodes:
+            graph.node.extend(before.get(id(node), []))
+            graph.node.append(node)
+    return count
