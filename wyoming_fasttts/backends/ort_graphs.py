@@ -128,6 +128,11 @@ class GraphOnnxRuntimeEngine:
         self.device = f"cuda:{device_id}" if cuda else "cpu"
         self._lock = threading.Lock()
         self._weights = stage1.stat().st_size + stage2.stat().st_size
+        self._device_id = device_id
+        self._used_before = _device_used(device_id) if cuda else None
+        self.pool_bytes: int | None = None
+        providers = [(p[0], {**p[1], "arena_extend_strategy": "kSameAsRequested"})
+                     if isinstance(p, tuple) and p[0] == "CUDAExecutionProvider" else p for p in providers]
         model2 = onnx.load(str(stage2))
         if cuda:
             _LOGGER.info("stage 2 for the CUDA provider: %d Atan rewritten, %d shape-derived Clip bounds on the GPU",
@@ -194,7 +199,14 @@ class GraphOnnxRuntimeEngine:
                         stage.without_graphs(f"capture failed: {err}")
                         self._warm(stage)
         self.warmup_s = time.perf_counter() - start
-        _LOGGER.info("warm-up: %d shapes in %.1f s", len(self.shapes1) + len(self.shapes2), self.warmup_s)
+        used = _device_used(self._device_id) if self._used_before is not None else None
+        if used is not None and self._used_before is not None:
+            # Every shape has now run: the provider's arenas hold what the largest needs, and no request grows
+            # them further. This is the engine's pool: weights, arenas, captured graphs, I/O buffers.
+            self.pool_bytes = used - self._used_before
+        _LOGGER.info("warm-up: %d shapes in %.1f s; device memory taken by the engine: %s MiB",
+                     len(self.shapes1) + len(self.shapes2), self.warmup_s,
+                     "?" if self.pool_bytes is None else f"{self.pool_bytes / 2**20:.0f}")
 
     def _warm(self, stage: _Stage) -> None:
         """One run of every shape of ``stage`` (its first replays it, the next captures with graphs on)."""
@@ -257,6 +269,7 @@ class GraphOnnxRuntimeEngine:
 
     def memory(self) -> EngineMemory:
         return EngineMemory(host_rss_bytes=process_rss_bytes(), weights_bytes=self._weights,
+                            workspace_bytes=self.pool_bytes,
                             extra={"bucket_shapes": float(len(self.shapes1) + len(self.shapes2)),
                                    "cuda_graph_stages": float(self.stage1.graphs + self.stage2.graphs),
                                    "io_buffer_bytes": float(self.buffer_bytes), "warmup_s": self.warmup_s})
@@ -266,6 +279,17 @@ class GraphOnnxRuntimeEngine:
             self.stage1.bindings.clear()
             self.stage2.bindings.clear()
             self._buf.clear()
+
+
+def _device_used(device_id: int) -> int | None:
+    """Device memory in use (NVML: no CUDA context of its own), or None without nvidia-ml-py or a driver."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(device_id)).used)
+    except Exception:  # no NVML here: the engine simply reports no pool size
+        return None
 
 
 _STAGE1 = ("tokens", "lengths", "style", "speed", "durations", "d", "t_en")
