@@ -57,7 +57,6 @@ class EngineSettings:
     max_frames: int
     batched: str
     batch_frames: int
-    cuda_graph_rows: int
     tail_frames: int
     device_id: int
     opt_tokens: int

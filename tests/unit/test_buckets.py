@@ -16,9 +16,9 @@ DEFAULT = Buckets.for_limits(max_batch=16, max_tokens=510, max_frames=1024, batc
 
 def test_default_buckets_cover_the_limits() -> None:
     assert DEFAULT.rows == (1, 2, 4, 8, 16)
-    assert DEFAULT.tokens == (32, 64, 128, 256, 512)
+    assert DEFAULT.tokens == (32, 128, 512)
     assert DEFAULT.frames == (32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
-    assert DEFAULT.token_bucket(42) == 64 and DEFAULT.frame_bucket(94) == 96 and DEFAULT.row_bucket(5) == 8
+    assert DEFAULT.token_bucket(42) == 128 and DEFAULT.frame_bucket(94) == 96 and DEFAULT.row_bucket(5) == 8
     with pytest.raises(EngineError, match="largest bucket"):
         DEFAULT.frame_bucket(1025)
 
@@ -48,7 +48,7 @@ def test_every_stage2_call_is_a_warmed_shape_within_batch_frames(seed: int) -> N
 def test_padded_rows_repeat_the_first_and_tokens_are_zero_padded() -> None:
     items = [SynthesisItem(np.arange(1, n + 1), np.full(256, n, np.float32), 1.0 + n / 100) for n in (3, 20, 7)]
     feeds, real = bucket_feeds(items, DEFAULT)
-    assert real == 3 and feeds["tokens"].shape == (4, 32) and len(DEFAULT.stage2_shapes()) == 156
+    assert real == 3 and feeds["tokens"].shape == (4, 32) and len(DEFAULT.stage2_shapes()) == 90
     assert feeds["lengths"].tolist() == [5, 22, 9, 5]
     assert np.array_equal(feeds["tokens"][3], feeds["tokens"][0]) and feeds["tokens"][1, 22:].sum() == 0
     assert np.array_equal(feeds["style"][3], feeds["style"][0]) and feeds["speed"][3] == feeds["speed"][0]

@@ -10,14 +10,11 @@ for frames): a row padded with zeros to a longer T or F computes what it compute
 norm statistics; docs/BATCHING.md), and the audio past a row's end is cut off by ``audio_lengths``. Extra
 rows (to reach a bucket's row count) repeat the first row and are dropped afterwards.
 
-Rows are powers of two up to ``max_batch``; tokens (pads included) powers of two from 32; frames in steps of
-about sqrt(2). Stage 1's LSTMs step through every token slot one after another, so a token bucket far above
-the sentence costs stage 1 time (measured on an H200: the 42-token benchmark sentence at bucket 128, 2026-12-01);
-stage 2's time grows with frames. Every shape costs start-up time (ONNX Runtime CUDA plans each new shape,
-then captures it: ~0.2 s each on an H200), which is what keeps the steps from being finer (181 shapes at
-the defaults). Stage 2's
-activations grow with rows x frames, so a (rows, frames) pair is a bucket only within ``batch_frames``;
-a batch that would exceed it is split into several stage-2 calls (``stage2_groups``).
+Rows are powers of two up to ``max_batch``; tokens (pads included) powers of four (32, 128, 512); frames in
+steps of about sqrt(2). Every shape costs start-up time (ONNX Runtime CUDA plans each new shape, ~0.2 s on an
+H200, then captures it) and device memory: on an H200 (2026-12-01, docs/BENCHMARKS.md) 105 shapes took 4.8 GiB
+and 181 shapes (tokens in powers of two, the arena grown by request) 10.0 GiB, for 5 ms less per request (stage 1's LSTMs step through
+every token slot, so a token bucket far above the sentence costs stage-1 time). These steps are the trade.
 """
 
 from __future__ import annotations
@@ -61,7 +58,7 @@ class Buckets:
     def for_limits(cls, max_batch: int, max_tokens: int, max_frames: int, batch_frames: int) -> Buckets:
         """``max_tokens`` counts phoneme ids (the two pads are added here); the largest bucket of each holds
         its limit, so every sentence the engine accepts has a bucket."""
-        return cls(rows=_powers_of_two(1, max_batch), tokens=_powers_of_two(MIN_TOKENS, max_tokens + 2),
+        return cls(rows=_powers_of_two(1, max_batch), tokens=_powers_of_two(MIN_TOKENS, max_tokens + 2, 4),
                    frames=_root_two_steps(MIN_FRAMES, max_frames), batch_frames=max(batch_frames, max_frames))
 
     @staticmethod

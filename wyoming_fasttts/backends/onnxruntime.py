@@ -228,8 +228,7 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
                                          eng.batch_frames)
             return GraphOnnxRuntimeEngine(batched.stage1, batched.stage2, buckets=buckets,
                                           providers=common["providers"], options=common["options"],
-                                          tail_frames=eng.tail_frames, name=backend, device_id=eng.device_id,
-                                          graph_rows=eng.cuda_graph_rows)
+                                          tail_frames=eng.tail_frames, name=backend, device_id=eng.device_id)
         if batched is not None:
             return BatchedOnnxRuntimeEngine(batched.stage1, batched.stage2,
                                             max_batch=settings.scheduler.max_batch, **common)

@@ -48,8 +48,8 @@ class _Stage:
     """One session; per shape an I/O binding (every tensor at its fixed buffer's address) and a graph id."""
 
     def __init__(self, name: str, model: Path | bytes, options: ort.SessionOptions, providers: list[Any],
-                 graphs: bool, device_id: int, graph_rows: int) -> None:
-        self.name, self.device_id, self.graph_rows = name, device_id, graph_rows
+                 graphs: bool, device_id: int) -> None:
+        self.name, self.device_id = name, device_id
         self._source = model if isinstance(model, bytes) else str(model)
         self._options, self._providers = options, providers
         self.graphs = False
@@ -87,9 +87,8 @@ class _Stage:
                  buffer.data_ptr())
         self._bound[shape] = (tensors, outputs)
         options = ort.RunOptions()
-        if self.graphs:  # -1: this shape runs uncaptured (a graph holds its own memory; see graph_rows)
-            captured = shape[0] <= self.graph_rows
-            options.add_run_config_entry("gpu_graph_id", str(len(self.bindings) + 1) if captured else "-1")
+        if self.graphs:
+            options.add_run_config_entry("gpu_graph_id", str(len(self.bindings) + 1))
         self.bindings[shape] = (io, options)
 
     def run(self, shape: tuple[int, ...]) -> None:
@@ -122,7 +121,7 @@ class GraphOnnxRuntimeEngine:
 
     def __init__(self, stage1: Path, stage2: Path, *, buckets: Buckets, providers: list[Any],
                  options: ort.SessionOptions, tail_frames: int, name: str = "onnxruntime-cuda",
-                 graphs: bool = True, device_id: int = 0, graph_rows: int | None = None) -> None:
+                 graphs: bool = True, device_id: int = 0) -> None:
         self.name, self.buckets, self.tail_frames = name, buckets, tail_frames
         self.max_batch = buckets.rows[-1]
         cuda = any((p[0] if isinstance(p, tuple) else p) == "CUDAExecutionProvider" for p in providers)
@@ -132,19 +131,15 @@ class GraphOnnxRuntimeEngine:
         self._device_id = device_id
         self._used_before = _device_used(device_id) if cuda else None
         self.pool_bytes: int | None = None
-        providers = [(p[0], {**p[1], "arena_extend_strategy": "kSameAsRequested"})
-                     if isinstance(p, tuple) and p[0] == "CUDAExecutionProvider" else p for p in providers]
         model2 = onnx.load(str(stage2))
         if cuda:
             _LOGGER.info("stage 2 for the CUDA provider: %d Atan rewritten, %d shape-derived Clip bounds on the GPU",
                          replace_atan(model2), shape_bounds_on_gpu(model2))
-        rows = buckets.rows[-1] if graph_rows is None else graph_rows
-        self.stage1 = _Stage("stage 1", stage1, options, providers, graphs and cuda and rows > 0, device_id, rows)
+        self.stage1 = _Stage("stage 1", stage1, options, providers, graphs and cuda, device_id)
         if cuda and self.stage1.session.get_providers()[0] != "CUDAExecutionProvider":
             raise EngineError("ONNX Runtime could not load its CUDA provider (its log above names the missing "
                               "library); pip install 'wyoming-fasttts[gpu]' brings CUDA 13, cuBLAS and cuDNN 9")
-        self.stage2 = _Stage("stage 2", model2.SerializeToString(), options, providers, graphs and cuda and rows > 0,
-                             device_id, rows)
+        self.stage2 = _Stage("stage 2", model2.SerializeToString(), options, providers, graphs and cuda, device_id)
         del model2
         self.shapes1, self.shapes2 = buckets.stage1_shapes(), buckets.stage2_shapes()
         dims1 = {(b, t): self._dims(b, t, 1) for b, t in self.shapes1}
@@ -173,8 +168,7 @@ class GraphOnnxRuntimeEngine:
     @property
     def replay(self) -> str:
         """How each stage runs, for logs and doctor."""
-        graphs = f" (batches up to {self.stage1.graph_rows} rows)" if self.stage1.graphs or self.stage2.graphs else ""
-        return (f"stage 1: {self.stage1.why}; stage 2: {self.stage2.why}{graphs}; "
+        return (f"stage 1: {self.stage1.why}; stage 2: {self.stage2.why}; "
                 f"{len(self.shapes1)} + {len(self.shapes2)} bucket shapes")
 
     def _put(self, name: str, array: np.ndarray) -> None:
