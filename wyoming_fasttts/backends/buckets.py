@@ -13,8 +13,9 @@ rows (to reach a bucket's row count) repeat the first row and are dropped afterw
 Rows are powers of two up to ``max_batch``; tokens (pads included) powers of four (32, 128, 512); frames in
 steps of about sqrt(2). Every shape costs start-up time (ONNX Runtime CUDA plans each new shape, ~0.2 s on an
 H200, then captures it) and device memory: on an H200 (2026-12-01, docs/BENCHMARKS.md) 105 shapes took 4.8 GiB
-and 181 shapes (tokens in powers of two, the arena grown by request) 10.0 GiB, for 5 ms less per request (stage 1's LSTMs step through
-every token slot, so a token bucket far above the sentence costs stage-1 time). These steps are the trade.
+and 181 shapes (tokens in powers of two, the arena grown by request) 10.0 GiB, for 5 ms less per request
+(stage 1's LSTMs step through every token slot, so a token bucket far above the sentence costs stage-1
+time). These steps are the trade.
 """
 
 from __future__ import annotations
