@@ -69,6 +69,7 @@ def test_cpu_machine_passes_on_the_cpu_engine_only() -> None:
 def test_an_old_driver_fails_the_cuda_12_wheel_it_cannot_run() -> None:
     checks = _checks(RTX3060_OLD_DRIVER, {"onnxruntime-gpu": "1.31.1", "tensorrt-cu12": "10.13.0"})
     assert report_checks(checks, "tensorrt")  # CUDA 12 wheel, driver up to 12.9
-    old = _checks(GpuInfo("old", (8, 6), 2**33, 2**33, "470", (11, 4)), {"onnxruntime": "1.31.1", "tensorrt-cu12": "10.13.0"}, ORT_CPU)
+    old_driver = GpuInfo("old", (8, 6), 2**33, 2**33, "470", (11, 4))
+    old = _checks(old_driver, {"onnxruntime": "1.31.1", "tensorrt-cu12": "10.13.0"}, ORT_CPU)
     assert not report_checks(old, "tensorrt")
     assert report_checks(old, "onnxruntime")
