@@ -11,7 +11,7 @@ import pytest
 
 from wyoming_fasttts.backends.cuda import GpuInfo
 from wyoming_fasttts.config import load_settings
-from wyoming_fasttts.doctor import Check, environment_checks, onnxruntime_checks, report_checks
+from wyoming_fasttts.doctor.checks import Check, environment_checks, onnxruntime_checks, report_checks
 
 H200 = GpuInfo("NVIDIA H200", (9, 0), 141 * 2**30, 140 * 2**30, "580.159.04", (13, 0))
 RTX3060_OLD_DRIVER = GpuInfo("NVIDIA GeForce RTX 3060", (8, 6), 12 * 2**30, 11 * 2**30, "575.57.08", (12, 9))

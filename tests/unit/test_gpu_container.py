@@ -87,7 +87,7 @@ def test_image_ships_batched_graphs_where_the_entrypoint_links_them_from() -> No
     assert len(stages) == 2 and stages[0].startswith("${CUDA_IMAGE} AS graphs")
     builder, runtime = stages
     assert '".[cpu,export]"' in builder and "kokoro==0.9.4" in builder
-    assert "python -m wyoming_fasttts.model.export --data-dir /opt/export-data" in builder
+    assert "python -m wyoming_fasttts.graphs.batched --data-dir /opt/export-data" in builder
     assert "mv /opt/export-data/graphs/batched-* /opt/graphs/" in builder
     default = re.search(r"shipped_graphs=\$\{FASTTTS_SHIPPED_GRAPHS:-(\S+)\}", ENTRYPOINT.read_text()).group(1)
     assert f"COPY --from=graphs /opt/graphs {default}" in runtime
