@@ -33,7 +33,8 @@ def test_editing_the_export_code_keeps_the_key(tmp_path: Path) -> None:
     edited = tmp_path / "edited"
     shutil.copytree(ROOT / "wyoming_fasttts", edited / "wyoming_fasttts",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    for source in [*(edited / "wyoming_fasttts").glob("graphs/*.py"), *(edited / "wyoming_fasttts").glob("export/*.py")]:
+    package = edited / "wyoming_fasttts"
+    for source in [*package.glob("graphs/*.py"), *package.glob("export/*.py")]:
         source.write_text(source.read_text(encoding="utf-8") + "\n# a comment a maintainer added\n", encoding="utf-8")
     assert _key_with_package(edited, model) == _key_with_package(ROOT, model) == export.cache_key(model)
 
