@@ -103,45 +103,76 @@ def _ort_cuda_major() -> int | None:
     return None
 
 
-def _ort_module() -> tuple[str | None, list[str], str]:
-    """(version, providers, problem) of the ``onnxruntime`` module as Python imports it."""
+@dataclass(frozen=True)
+class OrtModule:
+    """The ``onnxruntime`` module as Python imports it: version and providers, or why it does not import."""
+
+    version: str | None
+    providers: tuple[str, ...] = ()
+    site: str | None = None
+    """The folder holding the imported package (a site-packages directory)."""
+    problem: str = ""
+
+
+def _ort_module() -> OrtModule:
     try:
         import onnxruntime
     except Exception as err:  # a half-removed install fails in many ways; each is a finding
-        return None, [], f"{type(err).__name__}: {err}"
-    return onnxruntime.__version__, list(onnxruntime.get_available_providers()), ""
+        return OrtModule(None, problem=f"{type(err).__name__}: {err}")
+    from pathlib import Path
+
+    return OrtModule(onnxruntime.__version__, tuple(onnxruntime.get_available_providers()),
+                     str(Path(onnxruntime.__file__).parents[1]))
 
 
-def onnxruntime_checks(versions: dict[str, str],
-                       module: Callable[[], tuple[str | None, list[str], str]] = _ort_module
-                       ) -> tuple[list[str], list[Check]]:
+def _ort_sites() -> dict[str, str]:
+    """The folder each installed ONNX Runtime distribution put its files in."""
+    sites = {}
+    for dist in ("onnxruntime", "onnxruntime-gpu"):
+        try:
+            sites[dist] = str(metadata.distribution(dist).locate_file(""))
+        except metadata.PackageNotFoundError:
+            continue
+    return sites
+
+
+def onnxruntime_checks(versions: dict[str, str], module: Callable[[], OrtModule] = _ort_module,
+                       sites: dict[str, str] | None = None) -> tuple[list[str], list[Check]]:
     """Which ONNX Runtime Python really imports, and whether the install is one of the two, whole.
 
-    ``onnxruntime`` and ``onnxruntime-gpu`` install the same module into the same folder: with both, the one
+    ``onnxruntime`` and ``onnxruntime-gpu`` install the same module: installed into one environment, the one
     pip installed last has overwritten the other's files, and uninstalling either deletes files the other
-    still lists. Every engine needs ONNX Runtime (the CPU engine, ONNX Runtime CUDA, and the CPU reference
-    the GPU engines are compared with), so a mixed or broken install fails every verdict.
+    still lists. (In two folders, say a virtual environment over the system's packages, the first on the path
+    shadows the other and neither is damaged.) Every engine needs ONNX Runtime (the CPU engine, ONNX Runtime
+    CUDA, and the CPU reference the GPU engines are compared with), so a mixed or broken install fails every
+    verdict.
     """
-    version, providers, problem = module()
+    found, sites = module(), _ort_sites() if sites is None else sites
     cpu, gpu = versions.get("onnxruntime"), versions.get("onnxruntime-gpu")
-    lines = [f"onnxruntime module: {version}, providers {', '.join(providers)}" if version
-             else f"onnxruntime module: does not import ({problem})"]
+    lines = [f"onnxruntime module: {found.version} from {found.site}, providers {', '.join(found.providers)}"
+             if found.version else f"onnxruntime module: does not import ({found.problem})"]
     fix = ("pip uninstall -y onnxruntime onnxruntime-gpu, then install the server again with one ONNX Runtime "
            "extra: '[gpu]' for ONNX Runtime CUDA, '[cpu]' otherwise (pip install '.[gpu]' in a clone)")
+    if cpu and gpu and sites.get("onnxruntime") != sites.get("onnxruntime-gpu") and found.site in sites.values():
+        imported = "onnxruntime" if sites.get("onnxruntime") == found.site else "onnxruntime-gpu"
+        shadowed = "onnxruntime-gpu" if imported == "onnxruntime" else "onnxruntime"
+        lines.append(f"{shadowed} in {sites[shadowed]} is shadowed by {imported} in {found.site} (separate "
+                     f"folders: neither overwrote the other)")
+        cpu, gpu = (cpu, None) if imported == "onnxruntime" else (None, gpu)
     if cpu and gpu:
-        build = "the CUDA build" if "CUDAExecutionProvider" in providers else "the CPU-only build"
+        build = "the CUDA build" if "CUDAExecutionProvider" in found.providers else "the CPU-only build"
         return lines, [Check(False, f"onnxruntime {cpu} and onnxruntime-gpu {gpu} are both installed: they are one "
                                     f"module, so the last one pip installed overwrote the other (Python now "
                                     f"imports {build}) and removing either breaks the other. Fix: {fix}")]
     if not cpu and not gpu:
         return lines, [Check(False, "ONNX Runtime is not installed: install the server with one ONNX Runtime "
                                     "extra, '[cpu]' or '[gpu]' (pip install '.[cpu]' in a clone)")]
-    if version is None:
+    if found.version is None:
         return lines, [Check(False, f"{'onnxruntime-gpu' if gpu else 'onnxruntime'} is listed as installed but its "
                                     f"module does not import: files were removed with another package. "
                                     f"Fix: {fix}")]
     if gpu:
-        has_cuda = "CUDAExecutionProvider" in providers
+        has_cuda = "CUDAExecutionProvider" in found.providers
         return lines, [Check(has_cuda, f"onnxruntime-gpu {gpu} has its CUDA provider: "
                                        f"{'yes' if has_cuda else 'NO, reinstall it: ' + fix}", ("onnxruntime-cuda",))]
     return lines, [Check(False, "ONNX Runtime CUDA: not installed (onnxruntime is the CPU build); for it, "
@@ -150,17 +181,18 @@ def onnxruntime_checks(versions: dict[str, str],
 
 def environment_checks(settings: Settings, probe: Callable[[int], tuple[GpuInfo | None, str]] | None = None,
                        versions: dict[str, str] | None = None,
-                       ort_module: Callable[[], tuple[str | None, list[str], str]] = _ort_module
+                       ort_module: Callable[[], OrtModule] = _ort_module, ort_sites: dict[str, str] | None = None
                        ) -> tuple[list[str], list[Check]]:
     """Lines describing the machine, and whether its pieces fit together (each check tagged with the engines
-    it concerns). ``probe``, ``versions`` and ``ort_module`` are the machine's unless a test passes fakes."""
+    it concerns). ``probe``, ``versions``, ``ort_module`` and ``ort_sites`` are the machine's unless a test passes
+    fakes."""
     from ..backends.cuda import probe_gpu
     from ..backends.select import tensorrt_rtx_supports
 
     versions = _versions() if versions is None else versions
     lines = [f"python {platform.python_version()} on {platform.platform()}"]
     lines += [f"{name} {version}" for name, version in versions.items()]
-    ort_lines, checks = onnxruntime_checks(versions, ort_module)
+    ort_lines, checks = onnxruntime_checks(versions, ort_module, ort_sites)
     lines += ort_lines
     gpu, why = (probe or probe_gpu)(settings.engine.device_id)
     if gpu is None:
