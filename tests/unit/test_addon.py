@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ADDON = ROOT / "addon"
 S6 = ADDON / "rootfs/etc/s6-overlay/s6-rc.d"
 HEALTHCHECK = ADDON / "rootfs/usr/local/bin/wyoming-fasttts-healthcheck"
-SCRIPTS = [S6 / "fasttts/run", S6 / "fasttts/finish", S6 / "discovery/run", ROOT / "docker/entrypoint.sh"]
+SCRIPTS = [S6 / "fasttts/run", S6 / "fasttts/finish", S6 / "discovery/run", ROOT / "docker/entrypoint.sh",
+           ROOT / "scripts/build-addon"]
 DOCKERFILES = [ADDON / "Dockerfile", ROOT / "Dockerfile.gpu"]
 
 
