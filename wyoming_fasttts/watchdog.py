@@ -29,6 +29,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .assets import ModelAssets
 from .backends import create_engine
@@ -86,7 +87,7 @@ class MemorySample:
 class Nvml:
     """Device and per-process GPU memory through NVML, which needs no CUDA context (so costs no GPU memory)."""
 
-    def __init__(self, pynvml, handle) -> None:
+    def __init__(self, pynvml: Any, handle: Any) -> None:
         self._nvml = pynvml
         self._handle = handle
 
@@ -186,7 +187,7 @@ class Detector:
             self._longest = max(self._longest, audio_seconds / size)
             if self._baseline_rtf is None:
                 self._warmup.append(rtf)
-                if len(self._warmup) >= self._recent.maxlen:
+                if len(self._warmup) >= (self._recent.maxlen or 1):
                     self._baseline_rtf = statistics.median(self._warmup)
             else:
                 self._recent.append(rtf)
@@ -254,6 +255,14 @@ class ReloadResult:
     seconds: float
     trigger: str
     reasons: tuple[str, ...]
+
+
+def _close_unused(build: asyncio.Future[Engine]) -> None:
+    """A reload was cancelled while its engine was being built: close that engine once built, off the loop."""
+    if not build.cancelled() and build.exception() is None:
+        engine = build.result()
+        _LOGGER.info("reload cancelled; closing the engine it built (%s)", engine.name)
+        threading.Thread(target=engine.close, name=f"close-{engine.name}", daemon=True).start()
 
 
 class ReloadInProgress(RuntimeError):
@@ -352,8 +361,14 @@ class Watchdog:
             raise ReloadInProgress("an engine reload is already in progress")
         async with self._lock:
             started = time.perf_counter()
+            build = asyncio.ensure_future(asyncio.to_thread(self._engine_factory, self._settings, self._assets))
             try:
-                engine = await asyncio.to_thread(self._engine_factory, self._settings, self._assets)
+                # Shielded: cancelling the reload cannot stop the thread building the engine, so the engine
+                # it returns is closed instead of left holding memory (device memory, on a GPU).
+                engine = await asyncio.shield(build)
+            except asyncio.CancelledError:
+                build.add_done_callback(_close_unused)
+                raise
             except Exception:
                 self._metrics.reload_failures.inc()
                 _LOGGER.exception("engine reload (%s) failed; the current engine keeps serving", trigger)

@@ -108,6 +108,9 @@ class FakeCuda:
         self._ptrs = itertools.count(1 << 20, 1 << 20)
         self.copies = 0
 
+    def bind(self) -> None:
+        pass
+
     def _dev(self, ptr: int, nbytes: int) -> np.ndarray:
         start = ptr - self.BASE
         assert start >= 0 and start + nbytes <= len(self.arena), "device access outside the pool"

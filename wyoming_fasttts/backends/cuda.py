@@ -10,8 +10,10 @@ cheap and works even where the CUDA runtime is the wrong version.
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -90,9 +92,21 @@ class Cuda:
             raise EngineError("cuda-bindings is not installed (pip extra 'tensorrt' or 'tensorrt-rtx')") from err
         self._rt = runtime
         self.device_id = device_id
-        self._check(runtime.cudaSetDevice(device_id), "select GPU")
+        self._bound = threading.local()
+        self.bind()
 
-    def _check(self, result: tuple, what: str, alloc: bool = False):
+    def bind(self) -> None:
+        """Make this GPU the calling thread's current device (once per thread).
+
+        The CUDA runtime's current device is per thread: the scheduler's workers, the warm-up and the thread
+        that closes the engine are not the one that built it, and without this a ``device_id`` other than 0
+        would allocate and run on GPU 0.
+        """
+        if getattr(self._bound, "device", None) != self.device_id:
+            self._check(self._rt.cudaSetDevice(self.device_id), "select GPU")
+            self._bound.device = self.device_id
+
+    def _check(self, result: Any, what: str, alloc: bool = False) -> Any:
         err, *values = result if isinstance(result, tuple) else (result,)
         if err != self._rt.cudaError_t.cudaSuccess:
             name = self._rt.cudaGetErrorName(err)[1].decode()
