@@ -10,6 +10,7 @@ from pathlib import Path
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncClient
 from wyoming.error import Error
+from wyoming.event import Event
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped, SynthesizeVoice
 
 from .audio import wav_bytes
@@ -74,7 +75,7 @@ async def say(uri: str, text: str, voice: str | None = None, stream: bool = Fals
                 return reply
 
 
-def _with_speed(event, speed: float | None):
+def _with_speed(event: Event, speed: float | None) -> Event:
     if speed is not None:
         event.data["speed"] = speed
     return event

@@ -142,7 +142,7 @@ def _build(cls: type, data: dict[str, Any], where: str = "") -> Any:
                 continue
             raise ConfigError(f"missing setting {where}{f.name}")
         value, hint = data[f.name], hints[f.name]
-        if is_dataclass(hint):
+        if isinstance(hint, type) and is_dataclass(hint):
             value = _build(hint, value, f"{where}{f.name}.")
         else:
             value = _coerce(value, hint, f"{where}{f.name}")
@@ -175,7 +175,8 @@ def _coerce(value: Any, hint: Any, name: str) -> Any:
 
 def default_dict() -> dict[str, Any]:
     text = resources.files("wyoming_fasttts").joinpath("config.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    data: dict[str, Any] = yaml.safe_load(text)
+    return data
 
 
 def load_settings(
@@ -199,7 +200,7 @@ def load_settings(
         for part in reversed(path):
             nested = {part: nested}
         data = _merge(data, nested, "")
-    settings = _build(Settings, data)
+    settings: Settings = _build(Settings, data)
     validate(settings)
     return settings
 

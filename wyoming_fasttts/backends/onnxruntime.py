@@ -17,7 +17,7 @@ import queue
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnxruntime as ort
@@ -28,6 +28,9 @@ from ..core import EngineError, SynthesisItem
 from .alignment import alignment, frame_counts
 from .base import EngineMemory
 from .batching import stage1_feeds, stage2_feeds, unpad_audio
+
+if TYPE_CHECKING:
+    from ..graphs.batched import BatchedGraphs
 from .memory import process_rss_bytes
 
 _LOGGER = logging.getLogger(__name__)
@@ -84,7 +87,7 @@ class OnnxRuntimeEngine:
                     ort.InferenceSession(str(stage2), opts, providers=providers))
 
         self._stage1, self._stage2 = pair(options)
-        self._narrow: queue.SimpleQueue = queue.SimpleQueue()
+        self._narrow: queue.SimpleQueue[tuple[ort.InferenceSession, ort.InferenceSession]] = queue.SimpleQueue()
         for _ in range(narrow):
             self._narrow.put(pair(session_options(1)))
         self._running = 0
@@ -194,7 +197,7 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
     return OnnxRuntimeEngine(graphs.path(flavour, "stage1"), graphs.path(flavour, "stage2"), narrow=narrow, **common)
 
 
-def _batched_graphs(settings: Settings, assets: ModelAssets, required: bool):
+def _batched_graphs(settings: Settings, assets: ModelAssets, required: bool) -> BatchedGraphs | None:
     """The exported batched graphs, or None (logged) where they are not built and ``required`` is off."""
     from ..graphs.batched import ExportError, ensure_batched_graphs
 

@@ -80,7 +80,8 @@ class Lane:
 
     def view(self, name: str, dtype: Any, shape: tuple[int, ...]) -> np.ndarray:
         """The first ``prod(shape)`` elements of pinned buffer ``name`` as an array of that shape."""
-        return self.host[name].view(dtype)[:int(np.prod(shape))].reshape(shape)
+        view: np.ndarray = self.host[name].view(dtype)[:int(np.prod(shape))].reshape(shape)
+        return view
 
     @staticmethod
     def execute(context: Any, stream: int, what: str) -> None:

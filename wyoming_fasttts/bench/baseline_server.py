@@ -25,6 +25,7 @@ import logging
 import re
 from functools import partial
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import numpy as np
@@ -100,7 +101,7 @@ class SentenceStream:
 
 
 class BaselineHandler(AsyncEventHandler):
-    def __init__(self, info: Info, model: PlainKokoro, *args, **kwargs) -> None:
+    def __init__(self, info: Info, model: PlainKokoro, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._info = info
         self._model = model

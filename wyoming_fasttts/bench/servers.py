@@ -29,7 +29,7 @@ class Served:
 
     name: str
     uri: str
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen[bytes] | None = None
     log: Path | None = None
 
     @property
@@ -83,7 +83,7 @@ class Served:
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        return int(sock.getsockname()[1])
 
 
 def ours_command(args: argparse.Namespace, engine: str, port: int) -> list[str]:

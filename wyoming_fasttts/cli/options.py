@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ..config import Settings, load_settings
 
@@ -23,7 +24,9 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """config.yaml, then ``--config``, then the flags given; raises ``ConfigError``."""
-    get = lambda name: getattr(args, name, None)  # noqa: E731
+    def get(name: str) -> Any:
+        return getattr(args, name, None)
+
     overrides = {
         "server.uri": get("uri"),
         "server.http_uri": get("http_uri"),

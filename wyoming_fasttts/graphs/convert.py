@@ -71,7 +71,7 @@ def pipeline_key(model_path: Path) -> str:
     """Hash of the model's bytes and of the code that rewrites it."""
     digest = hashlib.sha256(_file_sha256(model_path).encode())
     for module in _PIPELINE_MODULES:
-        digest.update(Path(module.__file__).read_bytes())
+        digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()[:20]
 
 
@@ -81,9 +81,9 @@ def tensorrt_graph(model_path: Path) -> onnx.ModelProto:
     return stft_conv.stft_as_conv(trt_fixes.fix_for_tensorrt(float_model))
 
 
-def _write_stages(model: onnx.ModelProto, directory: Path, flavour: str) -> dict[str, dict[str, str]]:
+def _write_stages(model: onnx.ModelProto, directory: Path, flavour: str) -> dict[str, dict[str, str | int]]:
     stages = split.split(model)
-    out = {}
+    out: dict[str, dict[str, str | int]] = {}
     for stage in STAGES:
         graph = getattr(stages, stage)
         onnx.checker.check_model(graph)
@@ -95,9 +95,9 @@ def _write_stages(model: onnx.ModelProto, directory: Path, flavour: str) -> dict
 
 def _convert(model_path: Path, directory: Path, key: str) -> None:
     _LOGGER.info("Converting %s into TensorRT-ready stage graphs (once; ~20 s)", model_path.name)
-    manifest = {"key": key, "source": str(model_path), "flavours": {}}
-    manifest["flavours"]["float"] = _write_stages(tensorrt_graph(model_path), directory, "float")
-    manifest["flavours"]["int8"] = _write_stages(onnx.load(str(model_path)), directory, "int8")
+    flavours = {"float": _write_stages(tensorrt_graph(model_path), directory, "float"),
+                "int8": _write_stages(onnx.load(str(model_path)), directory, "int8")}
+    manifest = {"key": key, "source": str(model_path), "flavours": flavours}
     (directory / _MANIFEST).write_text(json.dumps(manifest, indent=2))
 
 

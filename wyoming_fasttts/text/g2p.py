@@ -12,8 +12,9 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from pypinyin import Style, lazy_pinyin
 
@@ -60,7 +61,7 @@ def _rules() -> dict[str, list[_Rule]]:
 
 
 @functools.cache
-def _tokenizer():  # -> jieba.Tokenizer (jieba has no type hints)
+def _tokenizer() -> Any:  # jieba.Tokenizer (jieba has no type hints)
     import jieba
 
     jieba.setLogLevel(logging.WARNING)
@@ -77,11 +78,21 @@ def _segment(text: str) -> list[str]:
     return list(seg.cut(text)) if text else []
 
 
+_Known = tuple[tuple[str, ...], bool]
+"""A word's readings and whether they came from the project's own lexicon."""
+
+
+def _unknown(chars: str) -> list[str]:
+    """pypinyin's ``errors`` hook: an empty reading per character it cannot read (it accepts a list)."""
+    return [""] * len(chars)
+
+
 def _pypinyin(text: str) -> list[str]:
-    return lazy_pinyin(text, style=Style.TONE3, neutral_tone_with_five=True, errors=lambda chars: [""] * len(chars))
+    # pypinyin's hint says ``errors`` returns a str; it accepts a list (one reading per character).
+    return lazy_pinyin(text, style=Style.TONE3, neutral_tone_with_five=True, errors=_unknown)  # type: ignore[arg-type]
 
 
-def _split(text: str, lookup) -> Iterator[tuple[str, tuple[tuple[str, ...], bool] | None]]:
+def _split(text: str, lookup: Callable[[str], _Known | None]) -> Iterator[tuple[str, _Known | None]]:
     """Longest known words of ``lookup`` inside ``text`` (left to right); the gaps come back unknown."""
     i, pending, longest = 0, "", max(_phrases()[1], 4)
     while i < len(text):
