@@ -19,7 +19,7 @@ import numpy as np
 from . import text
 from .audio import to_pcm16, trim_silence
 from .config import Settings
-from .core import EngineError, SynthesisItem
+from .core import MAX_SPEED, MIN_SPEED, EngineError, SynthesisItem
 from .scheduler import BusyError, Scheduler
 from .voices import UnknownVoiceError, VoiceBank
 
@@ -69,8 +69,8 @@ class Synthesizer:
             )
         name = self.voices.check(voice or self.settings.voice.default)
         speed = self.settings.voice.speed if speed is None else float(speed)
-        if not 0.5 <= speed <= 2.0:
-            raise TextError(f"speed {speed} is outside 0.5..2.0")
+        if not MIN_SPEED <= speed <= MAX_SPEED:
+            raise TextError(f"speed {speed} is outside {MIN_SPEED}..{MAX_SPEED}")
         return name, speed
 
     def sentences(self, raw: str, first: bool = True) -> list[Sentence]:

@@ -296,7 +296,7 @@ def _side_cache(directory: Path, kind: str, key: PlanKey) -> Path:
 
 def runtime_cache_path(settings: Settings, key: PlanKey) -> Path:
     """Where TensorRT-RTX keeps the kernels it compiled on this GPU between runs."""
-    return _side_cache(Path(settings.engine.engine_dir), "runtime", key)
+    return _side_cache(settings.engine.engine_path, "runtime", key)
 
 
 def build_plan(trt: ModuleType, graph: Path, key: PlanKey, cache: PlanCache, progress: bool = True
@@ -394,14 +394,9 @@ def plan_keys(settings: Settings, graphs: StageGraphs, backend: str, version: st
 def ensure_plans(settings: Settings, graphs: StageGraphs, backend: str, *, max_frames: int | None = None,
                  rebuild: bool = False, progress: bool = True) -> dict[str, Plan]:
     """Plans for both stages from the cache, building what is missing, stale or corrupt."""
-    if settings.engine.precision != "fp32":
-        raise EngineError(
-            "precision fp16 is not available yet: a plain fp16 stage 2 outputs NaN and the fp32 islands it "
-            "needs are not done (docs/TENSORRT.md); use fp32"
-        )
     trt = import_tensorrt(backend)
     cc = target_compute_capability(settings, backend)
-    cache = PlanCache(Path(settings.engine.engine_dir))
+    cache = PlanCache(settings.engine.engine_path)
     plans = {}
     for stage, key in plan_keys(settings, graphs, backend, trt.__version__, cc, max_frames).items():
         found = None if rebuild else cache.load(key)

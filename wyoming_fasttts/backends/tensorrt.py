@@ -116,9 +116,8 @@ class _Slot(Lane):
 
     def __init__(self, trt: ModuleType, engines: dict[str, Any], cuda: Cuda, base: int, limits: Limits,
                  runtime_cache: Any, tail_frames: int) -> None:
-        scratch = max(int(e.device_memory_size_v2) for e in engines.values())
-        super().__init__(trt, cuda, base, scratch, tensor_bytes(limits), HOST_TENSORS, runtime_cache)
-        self.limits, self.tail_frames = limits, tail_frames
+        super().__init__(trt, engines, cuda, base, tensor_bytes(limits), HOST_TENSORS, runtime_cache, tail_frames)
+        self.limits = limits
         self.contexts = {stage: self.context(engine) for stage, engine in engines.items()}
         s1, s2 = self.contexts["stage1"], self.contexts["stage2"]
         for name in ("tokens", "style", "speed", "durations", "d", "t_en"):

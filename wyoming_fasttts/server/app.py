@@ -110,7 +110,7 @@ async def build_runtime(
     scheduler = Scheduler(engine, settings.scheduler, _Observers(*observers))
     scheduler.start()
     synth = Synthesizer(settings, voices, load_vocab(assets.vocab), scheduler)
-    # The first request would otherwise pay for jieba's dictionary and wetext's grammar loading.
+    # The first request would otherwise pay for loading jieba's dictionary and the front end's tables.
     await synth.prepare("你好，2024年。")
     watchdog = Watchdog(settings, assets, scheduler, metrics, detector)
     metrics.ready.set(1)
