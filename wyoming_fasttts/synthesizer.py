@@ -82,7 +82,7 @@ class Synthesizer:
         )
         out: list[Sentence] = []
         for n, piece in enumerate(pieces):
-            chunks = self._ids(text.phonemize(piece))
+            chunks = self._ids(text.phonemize(piece, normalized=True))
             ends = n == len(pieces) - 1 or piece[-1] in "。！？"
             out.extend(Sentence(piece, ids, ends and k == len(chunks) - 1) for k, ids in enumerate(chunks))
         return out

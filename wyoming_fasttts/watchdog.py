@@ -29,12 +29,11 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from .assets import ModelAssets
 from .backends import create_engine
 from .backends.base import Engine
-from .backends.memory import process_rss_bytes
+from .backends.memory import Nvml, host_available_bytes, process_rss_bytes
 from .config import Settings, WatchdogSettings
 from .core import AllocationError
 from .metrics import Metrics
@@ -82,53 +81,6 @@ class MemorySample:
     @property
     def free(self) -> int | None:
         return self.gpu_free_bytes if self.on_gpu else self.host_available_bytes
-
-
-class Nvml:
-    """Device and per-process GPU memory through NVML, which needs no CUDA context (so costs no GPU memory)."""
-
-    def __init__(self, pynvml: Any, handle: Any) -> None:
-        self._nvml = pynvml
-        self._handle = handle
-
-    @classmethod
-    def open(cls, device_id: int) -> Nvml | None:
-        """NVML for ``device_id``, or None where nvidia-ml-py or an NVIDIA driver is missing (CPU installs)."""
-        try:
-            import pynvml
-        except ImportError:
-            return None
-        try:
-            pynvml.nvmlInit()
-            return cls(pynvml, pynvml.nvmlDeviceGetHandleByIndex(device_id))
-        except pynvml.NVMLError as err:
-            _LOGGER.debug("no GPU memory readings: %s", err)
-            return None
-
-    def read(self) -> tuple[int, int, int, int | None]:
-        """Used, free, total for the device, and this process's share where NVML can see our pid."""
-        mem = self._nvml.nvmlDeviceGetMemoryInfo(self._handle)
-        mine = None
-        with contextlib.suppress(self._nvml.NVMLError):
-            for proc in self._nvml.nvmlDeviceGetComputeRunningProcesses(self._handle):
-                if proc.pid == os.getpid() and proc.usedGpuMemory is not None:
-                    mine = int(proc.usedGpuMemory)
-        return int(mem.used), int(mem.free), int(mem.total), mine
-
-    def close(self) -> None:
-        with contextlib.suppress(self._nvml.NVMLError):
-            self._nvml.nvmlShutdown()
-
-
-def host_available_bytes() -> int | None:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
 
 
 def sample_memory(engine: Engine, nvml: Nvml | None) -> MemorySample:

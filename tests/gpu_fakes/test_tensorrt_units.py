@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from wyoming_fasttts.backends.base import EngineError
-from wyoming_fasttts.backends.cuda import Cuda, GpuInfo, aligned, arena_layout
+from wyoming_fasttts.backends.cuda import Cuda, aligned, arena_layout
+from wyoming_fasttts.backends.memory import GpuInfo
 from wyoming_fasttts.backends.plans import PlanCache, PlanKey, stage_profiles
 from wyoming_fasttts.backends.select import Probe, choose_backend
 from wyoming_fasttts.backends.tensorrt import Limits, choose_slots, slot_bytes, tensor_bytes

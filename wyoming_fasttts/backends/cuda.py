@@ -1,10 +1,9 @@
-"""Thin CUDA and NVML helpers for the GPU engines: probing, one device arena, pinned host views, streams.
+"""Thin CUDA helpers for the GPU engines: one device arena, pinned host views, streams, the current device.
 
 cuda-python's ``cuda-bindings`` is NVIDIA's maintained binding of the CUDA runtime API and ships
-manylinux wheels with no build step or toolkit (pycuda, named in the design card, compiles against a local
-CUDA toolkit and has its own context model that fights TensorRT's use of the primary context). NVML
-(``nvidia-ml-py``) answers "which GPU, which driver" without creating a CUDA context, so probing stays
-cheap and works even where the CUDA runtime is the wrong version.
+manylinux wheels with no build step or toolkit (pycuda compiles against a local CUDA toolkit and has its own
+context model that fights TensorRT's use of the primary context). Probing the GPU is NVML's job
+(``memory.probe_gpu``): it needs no CUDA context.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,50 +19,6 @@ from ..core import AllocationError, EngineError
 
 ALIGNMENT = 256
 """TensorRT wants 256-byte aligned device memory for contexts and tensors."""
-
-
-@dataclass(frozen=True)
-class GpuInfo:
-    name: str
-    compute_capability: tuple[int, int]
-    total_bytes: int
-    free_bytes: int
-    driver_version: str
-    cuda_driver_version: tuple[int, int]
-
-    @property
-    def cc(self) -> str:
-        return f"{self.compute_capability[0]}.{self.compute_capability[1]}"
-
-
-def probe_gpu(device_id: int = 0) -> tuple[GpuInfo | None, str]:
-    """The GPU at ``device_id`` through NVML, or None and the reason it could not be seen."""
-    try:
-        import pynvml
-    except ImportError:
-        return None, "nvidia-ml-py is not installed (pip extra 'gpu', 'tensorrt' or 'tensorrt-rtx')"
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as err:
-        return None, f"no NVIDIA driver ({err})"
-    try:
-        handle = pynvml.nvmlDeviceGetHandleByIndex(device_id)
-        mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
-        cuda = pynvml.nvmlSystemGetCudaDriverVersion_v2()
-        name = pynvml.nvmlDeviceGetName(handle)
-        info = GpuInfo(
-            name=name.decode() if isinstance(name, bytes) else str(name),
-            compute_capability=tuple(pynvml.nvmlDeviceGetCudaComputeCapability(handle)),
-            total_bytes=int(mem.total),
-            free_bytes=int(mem.free),
-            driver_version=str(pynvml.nvmlSystemGetDriverVersion()),
-            cuda_driver_version=(cuda // 1000, (cuda % 1000) // 10),
-        )
-    except pynvml.NVMLError as err:
-        return None, f"GPU {device_id} not readable through NVML ({err})"
-    finally:
-        pynvml.nvmlShutdown()
-    return info, "ok"
 
 
 def aligned(size: int, alignment: int = ALIGNMENT) -> int:

@@ -36,7 +36,7 @@ from ..config import Settings
 from ..core import EngineError
 from ..graphs.convert import STAGES, GraphSet
 from .batching import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS
-from .cuda import probe_gpu
+from .memory import probe_gpu
 
 _LOGGER = logging.getLogger(__name__)
 

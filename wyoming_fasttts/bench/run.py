@@ -193,7 +193,7 @@ def _sample_gpu(servers: list[Served], report: dict[str, Any]) -> None:
 def _meta(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     import onnxruntime
 
-    from ..backends.cuda import probe_gpu
+    from ..backends.memory import probe_gpu
 
     gpu, _ = probe_gpu(settings.engine.device_id)
     cpu = platform.processor() or platform.machine()

@@ -71,7 +71,7 @@ def _cuda_major(dist: str) -> int | None:
 
 def environment_checks(settings: Settings) -> tuple[list[str], list[Check]]:
     """Lines describing the machine, and whether its pieces fit together."""
-    from ..backends.cuda import probe_gpu
+    from ..backends.memory import probe_gpu
     from ..backends.select import tensorrt_rtx_supports
 
     versions = _versions()
