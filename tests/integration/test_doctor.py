@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wyoming_fasttts.backends.cuda import probe_gpu
+from wyoming_fasttts.backends.memory import probe_gpu
 
 ROOT = Path(__file__).resolve().parents[2]
 

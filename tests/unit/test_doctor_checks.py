@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from wyoming_fasttts.backends.cuda import GpuInfo
+from wyoming_fasttts.backends.memory import GpuInfo
 from wyoming_fasttts.config import load_settings
 from wyoming_fasttts.doctor.checks import Check, OrtModule, environment_checks, onnxruntime_checks, report_checks
 

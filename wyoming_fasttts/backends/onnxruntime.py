@@ -17,7 +17,7 @@ import queue
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from ..assets import ModelAssets
 from ..config import Settings
 from .alignment import alignment, frame_counts
 from .batching import stage1_feeds, stage2_feeds, unpad_audio
+
+if TYPE_CHECKING:
+    from ..graphs.batched import BatchedGraphs
 from .memory import process_rss_bytes
 
 _LOGGER = logging.getLogger(__name__)
@@ -120,7 +123,7 @@ class OnnxRuntimeEngine:
             raise EngineError("ONNX Runtime could not load its CUDA provider (its log above names the missing "
                               "library: CUDA 13 runtime, cuBLAS or cuDNN 9; pip install 'wyoming-fasttts[gpu]' "
                               "brings them, and the NVIDIA driver must support CUDA 13)")
-        self._narrow: queue.SimpleQueue = queue.SimpleQueue()
+        self._narrow: queue.SimpleQueue[tuple[ort.InferenceSession, ort.InferenceSession]] = queue.SimpleQueue()
         for _ in range(narrow):
             self._narrow.put(pair(session_options(1)))
         self._running = 0
@@ -230,7 +233,7 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
     return OnnxRuntimeEngine(graphs.path(flavour, "stage1"), graphs.path(flavour, "stage2"), narrow=narrow, **common)
 
 
-def _batched_graphs(settings: Settings, assets: ModelAssets, required: bool):
+def _batched_graphs(settings: Settings, assets: ModelAssets, required: bool) -> BatchedGraphs | None:
     """The exported batched graphs, or None (logged) where they are not built and ``required`` is off."""
     from ..graphs.batched import ExportError, ensure_batched_graphs
 

@@ -21,18 +21,20 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from importlib import metadata
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..assets import ModelAssets
+from ..backends.base import Engine, InspectableEngine
 from ..cli.options import add_settings_arguments
 from ..config import Settings
 from ..core import SynthesisItem
 
 if TYPE_CHECKING:
-    from ..backends.cuda import GpuInfo
+    from ..backends.memory import GpuInfo
 
 SENTENCES = (
     "欢迎使用语音合成系统。",
@@ -186,7 +188,7 @@ def environment_checks(settings: Settings, probe: Callable[[int], tuple[GpuInfo 
     """Lines describing the machine, and whether its pieces fit together (each check tagged with the engines
     it concerns). ``probe``, ``versions``, ``ort_module`` and ``ort_sites`` are the machine's unless a test passes
     fakes."""
-    from ..backends.cuda import probe_gpu
+    from ..backends.memory import probe_gpu
     from ..backends.select import tensorrt_rtx_supports
 
     versions = _versions() if versions is None else versions
@@ -265,16 +267,17 @@ def _timed(fn: Callable[[], object], runs: int) -> tuple[float, float]:
     return statistics.median(times), float(np.percentile(times, 99))
 
 
-def _render(engine: object, items: list, runs: int, label: str) -> list[tuple[np.ndarray, np.ndarray]]:
+def _render(engine: InspectableEngine, items: list[SynthesisItem], runs: int, label: str
+            ) -> list[tuple[np.ndarray, np.ndarray]]:
     outputs = [engine.synthesize(item) for item in items]
     for item, (audio, _) in zip(items, outputs, strict=True):
-        p50, p99 = _timed(lambda item=item: engine.synthesize(item), runs)
+        p50, p99 = _timed(partial(engine.synthesize, item), runs)
         print(f"  {label:18} {len(item.ids):3d} ids, {len(audio) / 24000:5.2f} s audio: "
               f"p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  ({runs} runs)")
     return outputs
 
 
-def _reference(settings: Settings, assets: ModelAssets, backend: str) -> object:
+def _reference(settings: Settings, assets: ModelAssets, backend: str) -> InspectableEngine:
     """ONNX Runtime on the CPU over the graphs the GPU engine will run."""
     from ..backends.onnxruntime import create_onnxruntime_engine
 
@@ -284,7 +287,8 @@ def _reference(settings: Settings, assets: ModelAssets, backend: str) -> object:
     return create_onnxruntime_engine(settings, assets, "onnxruntime", flavour="float")
 
 
-def _batch_parity(engine: object, items: list, expected: list, runs: int) -> bool:
+def _batch_parity(engine: Engine, items: list[SynthesisItem], expected: list[tuple[np.ndarray, np.ndarray]],
+                  runs: int) -> bool:
     """All sentences as one batch; each row against the reference alone (same frames, log-mel distance)."""
     from .parity import mel_distance_db
 
@@ -354,6 +358,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         engine = create_engine(settings, assets)
     except EngineError as err:
         print(f"FAIL: {backend} could not be built or loaded: {err}")
+        return 1
+    if not isinstance(engine, InspectableEngine):
+        engine.close()
+        print(f"FAIL: {backend} cannot report the frames it renders, so parity cannot be checked")
         return 1
     print(f"GPU engine ({engine.name} on {engine.device}, {engine.slots} slot(s)):")
     got = _render(engine, items, args.runs, engine.name)
