@@ -26,7 +26,7 @@ from wyoming_fasttts.backends.base import SynthesisItem
 from wyoming_fasttts.backends.buckets import Buckets
 from wyoming_fasttts.backends.onnxruntime import cuda_providers, session_options
 from wyoming_fasttts.backends.ort_graphs import GraphOnnxRuntimeEngine
-from wyoming_fasttts.model.export import ensure_batched_graphs
+from wyoming_fasttts.graphs.batched import ensure_batched_graphs
 
 
 def main() -> None:

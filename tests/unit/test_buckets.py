@@ -9,7 +9,7 @@ from onnx import TensorProto, helper
 
 from wyoming_fasttts.backends.base import EngineError, SynthesisItem
 from wyoming_fasttts.backends.buckets import Buckets, bucket_feeds, stage2_groups
-from wyoming_fasttts.model.cuda_fixes import replace_atan
+from wyoming_fasttts.graphs.cuda_fixes import replace_atan
 
 DEFAULT = Buckets.for_limits(max_batch=16, max_tokens=510, max_frames=1024, batch_frames=2048)
 

@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import pytest
 
-from wyoming_fasttts.backends.cuda import GpuInfo
+from wyoming_fasttts.backends.memory import GpuInfo
 from wyoming_fasttts.config import load_settings
-from wyoming_fasttts.doctor import Check, environment_checks, onnxruntime_checks, report_checks
+from wyoming_fasttts.doctor.checks import Check, OrtModule, environment_checks, onnxruntime_checks, report_checks
 
 H200 = GpuInfo("NVIDIA H200", (9, 0), 141 * 2**30, 140 * 2**30, "580.159.04", (13, 0))
 RTX3060_OLD_DRIVER = GpuInfo("NVIDIA GeForce RTX 3060", (8, 6), 12 * 2**30, 11 * 2**30, "575.57.08", (12, 9))
-ORT_GPU = ("1.31.1", ["CUDAExecutionProvider", "CPUExecutionProvider"], "")
-ORT_CPU = ("1.31.1", ["CPUExecutionProvider"], "")
+VENV, SYSTEM = "/srv/venv/lib/python3.12/site-packages", "/usr/lib/python3/dist-packages"
+ORT_GPU = OrtModule("1.31.1", ("CUDAExecutionProvider", "CPUExecutionProvider"), VENV)
+ORT_CPU = OrtModule("1.31.1", ("CPUExecutionProvider",), VENV)
 
 
-def _checks(gpu: GpuInfo | None, versions: dict[str, str], module=ORT_GPU) -> list[Check]:
+def _checks(gpu: GpuInfo | None, versions: dict[str, str], module: OrtModule = ORT_GPU,
+            sites: dict[str, str] | None = None) -> list[Check]:
     probe = (lambda _device: (gpu, "no NVIDIA driver")) if gpu else (lambda _device: (None, "no NVIDIA driver"))
-    return environment_checks(load_settings(), probe=probe, versions=versions, ort_module=lambda: module)[1]
+    sites = sites or {dist: VENV for dist in versions if dist.startswith("onnxruntime")}
+    return environment_checks(load_settings(), probe=probe, versions=versions, ort_module=lambda: module,
+                              ort_sites=sites)[1]
 
 
 def test_h200_with_onnxruntime_cuda_passes_though_tensorrt_rtx_refuses_the_gpu(capsys) -> None:
@@ -47,16 +51,28 @@ def test_both_onnxruntime_packages_fail_every_engine_and_say_how_to_fix(module) 
         assert not report_checks(checks, backend), backend
 
 
+def test_a_venv_over_system_packages_shadows_without_damage() -> None:
+    """onnxruntime-gpu in a virtual environment, the CPU build in the system's packages: two folders."""
+    versions = {"onnxruntime": "1.31.1", "onnxruntime-gpu": "1.31.1"}
+    sites = {"onnxruntime": SYSTEM, "onnxruntime-gpu": VENV}
+    checks = _checks(H200, versions, ORT_GPU, sites)
+    assert not [c for c in checks if "both installed" in c.what]
+    assert report_checks(checks, "onnxruntime-cuda")
+    system_first = OrtModule("1.31.1", ("CPUExecutionProvider",), SYSTEM)
+    assert not report_checks(_checks(H200, versions, system_first, sites), "onnxruntime-cuda")
+
+
 def test_a_half_removed_install_is_named() -> None:
     """``pip uninstall onnxruntime`` after both were installed deletes files onnxruntime-gpu still lists."""
     lines, checks = onnxruntime_checks({"onnxruntime-gpu": "1.31.1"},
-                                       lambda: (None, [], "ModuleNotFoundError: No module named 'onnxruntime'"))
+                                       lambda: OrtModule(None, problem="ModuleNotFoundError: No module named 'x'"),
+                                       {"onnxruntime-gpu": VENV})
     assert "does not import" in lines[0]
     assert [c.ok for c in checks] == [False] and "files were removed" in checks[0].what
 
 
 def test_no_onnxruntime_at_all_is_named() -> None:
-    _, checks = onnxruntime_checks({}, lambda: (None, [], "ModuleNotFoundError"))
+    _, checks = onnxruntime_checks({}, lambda: OrtModule(None, problem="ModuleNotFoundError"), {})
     assert [c.ok for c in checks] == [False] and "'[cpu]' or '[gpu]'" in checks[0].what
 
 
@@ -69,6 +85,7 @@ def test_cpu_machine_passes_on_the_cpu_engine_only() -> None:
 def test_an_old_driver_fails_the_cuda_12_wheel_it_cannot_run() -> None:
     checks = _checks(RTX3060_OLD_DRIVER, {"onnxruntime-gpu": "1.31.1", "tensorrt-cu12": "10.13.0"})
     assert report_checks(checks, "tensorrt")  # CUDA 12 wheel, driver up to 12.9
-    old = _checks(GpuInfo("old", (8, 6), 2**33, 2**33, "470", (11, 4)), {"onnxruntime": "1.31.1", "tensorrt-cu12": "10.13.0"}, ORT_CPU)
+    old_driver = GpuInfo("old", (8, 6), 2**33, 2**33, "470", (11, 4))
+    old = _checks(old_driver, {"onnxruntime": "1.31.1", "tensorrt-cu12": "10.13.0"}, ORT_CPU)
     assert not report_checks(old, "tensorrt")
     assert report_checks(old, "onnxruntime")

@@ -29,7 +29,8 @@ esac
 """
 
 
-def _start(tmp_path: Path, *args: str, build_rc: int = 0, cuda_rc: int = 1) -> tuple[subprocess.CompletedProcess, list[str]]:
+def _start(tmp_path: Path, *args: str, build_rc: int = 0,
+           cuda_rc: int = 1) -> tuple[subprocess.CompletedProcess, list[str]]:
     fake = tmp_path / "wyoming-fasttts"
     fake.write_text(FAKE)
     fake.chmod(0o755)
@@ -55,7 +56,8 @@ def test_a_failed_build_serves_on_onnxruntime_and_says_why(tmp_path: Path, cuda_
     proc, calls = _start(tmp_path, "--zeroconf", build_rc=3, cuda_rc=cuda_rc)
     assert proc.returncode == 0, proc.stderr
     assert calls[1] == "doctor --onnxruntime-cuda-only"
-    assert calls[2] == f"serve --engine {fallback} --data-dir {tmp_path}/data --engine-dir {tmp_path}/engines --zeroconf"
+    dirs = f"--data-dir {tmp_path}/data --engine-dir {tmp_path}/engines"
+    assert calls[2] == f"serve --engine {fallback} {dirs} --zeroconf"
     assert f"build-engine failed (exit 3; its reason is above), so tensorrt-rtx is not used: serving on {fallback}" \
         in proc.stderr
 
@@ -85,7 +87,7 @@ def test_image_ships_batched_graphs_where_the_entrypoint_links_them_from() -> No
     assert len(stages) == 2 and stages[0].startswith("${CUDA_IMAGE} AS graphs")
     builder, runtime = stages
     assert '".[cpu,export]"' in builder and "kokoro==0.9.4" in builder
-    assert "python -m wyoming_fasttts.model.export --data-dir /opt/export-data" in builder
+    assert "python -m wyoming_fasttts.graphs.batched --data-dir /opt/export-data" in builder
     assert "mv /opt/export-data/graphs/batched-* /opt/graphs/" in builder
     default = re.search(r"shipped_graphs=\$\{FASTTTS_SHIPPED_GRAPHS:-(\S+)\}", ENTRYPOINT.read_text()).group(1)
     assert f"COPY --from=graphs /opt/graphs {default}" in runtime

@@ -8,10 +8,10 @@ one each, and every install command the project documents or runs picks exactly 
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 ORT = {"onnxruntime", "onnxruntime-gpu"}
@@ -48,3 +48,17 @@ def test_every_documented_install_picks_one_onnxruntime(path: str) -> None:
         assert len(extras & {"cpu", "gpu"}) == 1, f"{path}: {match.group(0)!r} needs exactly one of [cpu] / [gpu]"
     bare = re.findall(r"pip install (?:-e )?(?:\.|wyoming-fasttts)(?=[\s&'\"`]|$)", text, re.M)
     assert not bare, f"{path}: {bare} installs no ONNX Runtime"
+
+
+def test_an_install_without_onnxruntime_says_which_extra_to_add() -> None:
+    """``pip install .`` alone gives no engine: the server must say so, not die on a bare ImportError."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['onnxruntime'] = None\n"
+            "from wyoming_fasttts.backends.base import EngineError\n"
+            "try:\n    import wyoming_fasttts.backends.onnxruntime\n"
+            "except EngineError as err:\n    print(err)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         check=True).stdout
+    assert "ONNX Runtime is not installed" in out and "'wyoming-fasttts[cpu]'" in out

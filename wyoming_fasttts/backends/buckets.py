@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.batching import stage1_feeds
-from .base import EngineError, SynthesisItem
+from ..core import EngineError, SynthesisItem
+from .batching import stage1_feeds
 
 MIN_TOKENS = 32
 MIN_FRAMES = 32

@@ -1,7 +1,7 @@
 """ONNX Runtime engine: the CPU path every machine has, ONNX Runtime CUDA where TensorRT is not installed,
 and the reference the TensorRT engines are checked against.
 
-It runs the two stage graphs with the same host step as TensorRT (``model.alignment``), so the silent
+It runs the two stage graphs with the same host step as TensorRT (``alignment``), so the silent
 edges are capped before the vocoder runs: on the CPU that removes ~20-40% of the work per sentence. The CPU
 uses the int8 stages (its fast kernels); CUDA uses the float stages, the graphs TensorRT builds from.
 One resident session per stage serves every slot: ``InferenceSession.run`` is thread-safe, so concurrent
@@ -17,11 +17,12 @@ import queue
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .base import EngineError, EngineMemory, SynthesisItem
+from ..core import EngineError, SynthesisItem
+from .base import EngineMemory, InspectableEngine
 
 try:
     import onnxruntime as ort
@@ -31,8 +32,11 @@ except ImportError as err:  # the base install carries no ONNX Runtime: the extr
 
 from ..assets import ModelAssets
 from ..config import Settings
-from ..model.alignment import alignment, frame_counts
-from ..model.batching import stage1_feeds, stage2_feeds, unpad_audio
+from .alignment import alignment, frame_counts
+from .batching import stage1_feeds, stage2_feeds, unpad_audio
+
+if TYPE_CHECKING:
+    from ..graphs.batched import BatchedGraphs
 from .memory import process_rss_bytes
 
 _LOGGER = logging.getLogger(__name__)
@@ -119,7 +123,7 @@ class OnnxRuntimeEngine:
             raise EngineError("ONNX Runtime could not load its CUDA provider (its log above names the missing "
                               "library: CUDA 13 runtime, cuBLAS or cuDNN 9; pip install 'wyoming-fasttts[gpu]' "
                               "brings them, and the NVIDIA driver must support CUDA 13)")
-        self._narrow: queue.SimpleQueue = queue.SimpleQueue()
+        self._narrow: queue.SimpleQueue[tuple[ort.InferenceSession, ort.InferenceSession]] = queue.SimpleQueue()
         for _ in range(narrow):
             self._narrow.put(pair(session_options(1)))
         self._running = 0
@@ -174,7 +178,7 @@ class OnnxRuntimeEngine:
 
 
 class BatchedOnnxRuntimeEngine(OnnxRuntimeEngine):
-    """The batched graphs (``model.export``): one stage-1 and one stage-2 call for a whole padded batch.
+    """The batched graphs (``graphs.batched``): one stage-1 and one stage-2 call for a whole padded batch.
 
     Each row gives what the sentence gives alone (masks, per-row lengths); the scheduler groups sentences
     of similar length so the padding, which stage 2 pays for in frames, stays small.
@@ -200,7 +204,7 @@ class BatchedOnnxRuntimeEngine(OnnxRuntimeEngine):
 
 
 def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: str = "onnxruntime",
-                              flavour: str | None = None) -> Any:
+                              flavour: str | None = None) -> InspectableEngine:
     """int8 stages on the CPU (``onnxruntime``) or float stages on CUDA (``onnxruntime-cuda``); ``flavour``
     "float" on the CPU is the reference the GPU engines are compared with (the very graphs they run).
 
@@ -232,16 +236,16 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
         if batched is not None:
             return BatchedOnnxRuntimeEngine(batched.stage1, batched.stage2,
                                             max_batch=settings.scheduler.max_batch, **common)
-    from ..model.graphs import ensure_graphs
+    from ..graphs.convert import ensure_graphs
 
     graphs = ensure_graphs(assets.model, settings.assets.data_path)
     flavour = flavour or ("float" if cuda else "int8")
     return OnnxRuntimeEngine(graphs.path(flavour, "stage1"), graphs.path(flavour, "stage2"), narrow=narrow, **common)
 
 
-def _batched_graphs(settings: Settings, assets: ModelAssets, required: bool):
+def _batched_graphs(settings: Settings, assets: ModelAssets, required: bool) -> BatchedGraphs | None:
     """The exported batched graphs, or None (logged) where they are not built and ``required`` is off."""
-    from ..model.export import ExportError, ensure_batched_graphs
+    from ..graphs.batched import ExportError, ensure_batched_graphs
 
     try:
         return ensure_batched_graphs(assets, settings.assets.data_path)

@@ -38,12 +38,13 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from ..model.alignment import SAMPLES_PER_FRAME, alignment, frame_counts
-from ..model.cuda_fixes import replace_atan, shape_bounds_on_gpu
-from ..model.split import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS
-from .base import EngineError, EngineMemory, SynthesisItem
+from ..core import EngineError, SynthesisItem
+from ..graphs.cuda_fixes import replace_atan, shape_bounds_on_gpu
+from .alignment import SAMPLES_PER_FRAME, alignment, frame_counts
+from .base import EngineMemory
+from .batching import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS
 from .buckets import Buckets, bucket_feeds, stage2_groups
-from .memory import process_rss_bytes
+from .memory import Nvml, process_rss_bytes
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -58,28 +59,25 @@ class _Stage:
         self._options, self._providers = options, providers
         self.graphs = False
         self.why = "graph capture off"
-        self.session: ort.InferenceSession | None = None
+        self.bindings: dict[tuple[int, ...], tuple[Any, Any]] = {}
+        self._bound: dict[tuple[int, ...], tuple[dict[str, tuple[Any, tuple[int, ...]]], tuple[str, ...]]] = {}
+        session = None
         if graphs:
             try:
-                self.session = ort.InferenceSession(self._source, options, providers=_with_graphs(providers))
+                session = ort.InferenceSession(self._source, options, providers=_with_graphs(providers))
                 self.graphs, self.why = True, "CUDA graphs"
             except Exception as err:  # ORT refuses capture for graphs with host copies: say why, run without
-                self.without_graphs(f"session refused capture: {err}")
-        if self.session is None:
-            self.session = ort.InferenceSession(self._source, options, providers=providers)
-        self.bindings: dict[tuple[int, ...], tuple[Any, ort.RunOptions]] = {}
-        self._bound: dict[tuple[int, ...], tuple[dict, tuple[str, ...]]] = {}
+                self.why = _no_graph(name, f"session refused capture: {err}")
+        self.session: Any = session or ort.InferenceSession(self._source, options, providers=providers)
 
     def without_graphs(self, why: str) -> None:
         """Fall back to plain runs at the same bound shapes (a new session: capture cannot be switched off)."""
-        self.why = f"no CUDA graph ({' '.join(why.split())[:240]})"
-        _LOGGER.warning("%s: %s", self.name, self.why)
+        self.why = _no_graph(self.name, why)
         self.graphs = False
-        if self.session is not None:
-            self.session = ort.InferenceSession(self._source, self._options, providers=self._providers)
-            bound, self.bindings = self._bound, {}
-            for shape, (tensors, outputs) in bound.items():
-                self.bind(shape, tensors, outputs)
+        self.session = ort.InferenceSession(self._source, self._options, providers=self._providers)
+        bound, self.bindings = self._bound, {}
+        for shape, (tensors, outputs) in bound.items():
+            self.bind(shape, tensors, outputs)
 
     def bind(self, shape: tuple[int, ...], tensors: dict[str, tuple[ort.OrtValue, tuple[int, ...]]],
              outputs: tuple[str, ...]) -> None:
@@ -101,6 +99,12 @@ class _Stage:
 
 
 _NUMPY = {"tensor(float)": np.float32, "tensor(int64)": np.int64}
+
+
+def _no_graph(stage: str, why: str) -> str:
+    text = f"no CUDA graph ({' '.join(why.split())[:240]})"
+    _LOGGER.warning("%s: %s", stage, text)
+    return text
 
 
 def _with_graphs(providers: list[Any]) -> list[Any]:
@@ -153,12 +157,12 @@ class GraphOnnxRuntimeEngine:
         where = "cuda" if cuda else "cpu"
         self._buf = {name: ort.OrtValue.ortvalue_from_shape_and_type([n], _DTYPES[name], where, device_id)
                      for name, n in largest.items()}
-        self._host = {name: np.zeros(largest[name], _DTYPES[name]) for name in _FROM_HOST}
+        self._host: dict[str, np.ndarray] = {name: np.zeros(largest[name], _DTYPES[name]) for name in _FROM_HOST}
         self.buffer_bytes = sum(n * np.dtype(_DTYPES[k]).itemsize for k, n in largest.items())
-        for shape, dims in dims1.items():
-            self.stage1.bind(shape, {k: (self._buf[k], dims[k]) for k in _STAGE1}, _STAGE1[4:])
-        for shape, dims in dims2.items():
-            self.stage2.bind(shape, {k: (self._buf[k], dims[k]) for k in _STAGE2}, _STAGE2[5:])
+        for shape1, dims in dims1.items():
+            self.stage1.bind(shape1, {k: (self._buf[k], dims[k]) for k in _STAGE1}, _STAGE1[4:])
+        for shape2, dims in dims2.items():
+            self.stage2.bind(shape2, {k: (self._buf[k], dims[k]) for k in _STAGE2}, _STAGE2[5:])
         self.warmup_s = 0.0
         _LOGGER.info("ONNX Runtime %s %s: %d stage-1 and %d stage-2 bucket shapes, %.0f MB of I/O buffers; "
                      "%s", ort.__version__, self.device, len(dims1), len(dims2), self.buffer_bytes / 1e6, self.replay)
@@ -182,7 +186,8 @@ class GraphOnnxRuntimeEngine:
         self._buf[name].update_inplace(flat)
 
     def _get(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
-        return self._buf[name].numpy()[: int(np.prod(shape))].reshape(shape)
+        view: np.ndarray = self._buf[name].numpy()[: int(np.prod(shape))].reshape(shape)
+        return view
 
     def warmup(self) -> None:
         """Every bucket shape twice (ONNX Runtime captures a shape's graph on its second run)."""
@@ -285,13 +290,13 @@ class GraphOnnxRuntimeEngine:
 
 def _device_used(device_id: int) -> int | None:
     """Device memory in use (NVML: no CUDA context of its own), or None without nvidia-ml-py or a driver."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        return int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(device_id)).used)
-    except Exception:  # no NVML here: the engine simply reports no pool size
+    nvml = Nvml.open(device_id)
+    if nvml is None:
         return None
+    try:
+        return nvml.read()[0]
+    finally:
+        nvml.close()
 
 
 _STAGE1 = ("tokens", "lengths", "style", "speed", "durations", "d", "t_en")

@@ -6,7 +6,7 @@ Stage 2's scratch grows with rows x frames, so its plan has several profiles (``
 after stage 1, so the batch is grouped then: longest row first, each call on the profile that holds that
 row and takes the most rows; a batch of short sentences is one call, a long one next to short ones two.
 Each group's rows of d and t_en are gathered on the GPU (device-to-device copies) into stage 2's inputs;
-only durations, alignment, audio and lengths cross the bus. Host steps are ``model.batching``'s, as on the
+only durations, alignment, audio and lengths cross the bus. Host steps are ``batching``'s, as on the
 ONNX Runtime path, so every engine pads, aligns and unpads alike.
 """
 
@@ -19,10 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from ..model.alignment import SAMPLES_PER_FRAME, alignment, frame_counts
-from ..model.batching import stage2_feeds, unpad_audio
-from ..model.split import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS
-from .base import EngineError, SynthesisItem
+from ..core import EngineError, SynthesisItem
+from .alignment import SAMPLES_PER_FRAME, alignment, frame_counts
+from .batching import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS, stage2_feeds, unpad_audio
 from .buckets import Buckets, bucket_feeds, pad_to
 from .cuda import Cuda
 from .plans import PlanKey
@@ -107,9 +106,9 @@ class BatchedLane(Lane):
 
     def __init__(self, trt: ModuleType, engines: dict[str, Any], cuda: Cuda, base: int, limits: BatchLimits,
                  runtime_cache: Any, tail_frames: int, graphs: bool = True) -> None:
-        scratch = max(int(e.device_memory_size_v2) for e in engines.values())
-        super().__init__(trt, cuda, base, scratch, batched_tensor_bytes(limits), HOST_TENSORS, runtime_cache)
-        self.limits, self.tail_frames = limits, tail_frames
+        super().__init__(trt, engines, cuda, base, batched_tensor_bytes(limits), HOST_TENSORS, runtime_cache,
+                         tail_frames)
+        self.limits = limits
         full = Buckets.for_limits(limits.max_batch, limits.tokens - 2, limits.frames, limits.row_frames)
         self.buckets = Buckets(rows=tuple(sorted({min(r, limits.max_batch) for r in full.rows})),
                                tokens=tuple(sorted({min(t, limits.tokens) for t in full.tokens})),
@@ -149,7 +148,8 @@ class BatchedLane(Lane):
         self.replay.execute(self.stage1, self.stream, ("stage1", rows, tokens), "stage 1")
         self.download("durations", rows * tokens * 4)
         self.cuda.synchronize(self.stream)
-        return self.view("durations", np.float32, (rows, tokens)).copy()
+        durations: np.ndarray = self.view("durations", np.float32, (rows, tokens)).copy()
+        return durations
 
     def _stage2(self, profile: int, rows: np.ndarray, feeds2: dict[str, np.ndarray], tokens: int) -> list[np.ndarray]:
         """One stage-2 call on ``profile`` at a bucket shape; returns the audio of ``rows``."""
