@@ -13,7 +13,7 @@ every input and output sits at the same device address on every replay and no no
   its start at that shape (replays run one after another, so they share); stage 2 reads stage 1's d, t_en
   and style where they lie (only tokens, durations, alignment and audio cross the bus);
 * at start-up every shape runs twice (ONNX Runtime captures on the second run), so a request only replays;
-* stage 2 is kept whole on the GPU (``model.cuda_fixes``): its Atan has no CUDA kernel, and a Clip bound
+* stage 2 is kept whole on the GPU (``graphs.cuda_fixes``): its Atan has no CUDA kernel, and a Clip bound
   computed from a shape needed a host copy, which made ONNX Runtime refuse capture (measured on an H200).
 
 Measured there (2026-12-01, docs/BENCHMARKS.md): the benchmark sentence in 26.8 ms (std 0.13 ms) against
