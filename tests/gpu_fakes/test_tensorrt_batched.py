@@ -359,3 +359,52 @@ def test_engine_on_batched_plans_sizes_its_pool_from_the_plans_and_batches(batch
     assert engine.memory().workspace_bytes == engine.pool_bytes
     engine.close()
     assert not pool
+
+
+class _ShapeOnlySession:
+    """Stands in for a stage graph where only shapes matter: outputs of the right shapes, one frame per token."""
+
+    def __init__(self, stage: str) -> None:
+        from types import SimpleNamespace
+
+        self.stage = stage
+        names = (("tokens", "lengths", "style", "speed"), ("durations", "d", "t_en")) if stage == "stage1" else \
+            (("alignment", "d", "t_en", "style", "frames"), ("audio", "audio_lengths"))
+        self._inputs = [SimpleNamespace(name=n) for n in names[0]]
+        self._outputs = [SimpleNamespace(name=n) for n in names[1]]
+
+    def get_inputs(self) -> list:
+        return self._inputs
+
+    def get_outputs(self) -> list:
+        return self._outputs
+
+    def run(self, names: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        if self.stage == "stage1":
+            b, t = feeds["tokens"].shape
+            return [np.ones((b, t), np.float32), np.zeros((b, t, 640), np.float32), np.zeros((b, 512, t), np.float32)]
+        b, _, f = feeds["alignment"].shape
+        return [np.zeros((b, f * 600), np.float32), feeds["frames"] * 600]
+
+
+def test_warm_up_captures_every_shape_a_batch_can_meet(batch) -> None:
+    """``warm`` runs every bucket shape inside its profile's limits (the fake contexts assert them) and captures
+    each once; batches afterwards only replay. Shapes only: the graphs are stood in for."""
+    settings, _, items = batch
+    key1, key2 = _keys(settings)
+    limits = BatchLimits.from_keys(key1, key2)
+    cuda = FakeCuda(slot_bytes({"stage1": 4096, "stage2": 8192}, batched_tensor_bytes(limits)))
+    engines = {}
+    for stage, key in (("stage1", key1), ("stage2", key2)):
+        engine = FakeEngine.__new__(FakeEngine)
+        engine.cuda, engine.profiles, engine.contexts = cuda, key.profiles, []
+        engine.session, engine.device_memory_size_v2 = _ShapeOnlySession(stage), 4096
+        engines[stage] = engine
+    lane = BatchedLane(FakeTrt, engines, cuda, FakeCuda.BASE, limits, None, settings.engine.tail_frames)
+    shapes = lane.warm(np.zeros(256, np.float32))
+    assert shapes == len(lane.replay.graphs) == len(lane.buckets.rows) * len(lane.buckets.tokens) + len(
+        lane.stage2_shapes())
+    for size in (1, 2, 3, 4):
+        lane.run(items[:size])
+    assert len(lane.replay.graphs) == shapes, "a batch met a shape warm-up did not"
+    lane.close()
