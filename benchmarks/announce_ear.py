@@ -9,7 +9,7 @@ all sentences (edits / reference syllables):
   (``text.first_clause_chars``, the default) and on the same server with it off (``first_clause_chars: 0``):
   the cut must not make the speech harder to understand.
 
-    python benchmarks/announce_ear.py [--set tests/text/data/announce_holdout.tsv] [--out out/announce-ear]
+    python benchmarks/announce_ear.py [--set tests/unit/text/data/announce_holdout.tsv] [--out out/announce-ear]
 
 About 10 minutes on 2 CPU cores (the model synthesises, Whisper base transcribes).
 """
@@ -28,7 +28,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from ear import _syllables, pinyin_error_rate, transcribe  # noqa: E402
 
-from wyoming_fasttts.bench_servers import free_port, start  # noqa: E402
+from wyoming_fasttts.bench.servers import free_port, start  # noqa: E402
 from wyoming_fasttts.client import say  # noqa: E402
 from wyoming_fasttts.text.evaluation import load_cases  # noqa: E402
 
@@ -64,7 +64,7 @@ def _score(uri: str, sent: list[str], references: list[str]) -> tuple[float, lis
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", default=str(ROOT / "tests/text/data/announce_holdout.tsv"))
+    parser.add_argument("--set", default=str(ROOT / "tests/unit/text/data/announce_holdout.tsv"))
     parser.add_argument("--out", default="out/announce-ear")
     parser.add_argument("--part", choices=("both", "set", "replies"), default="both", help="which comparison to run")
     args = parser.parse_args()

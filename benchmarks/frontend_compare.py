@@ -1,5 +1,6 @@
 """Score wetext, cn2an, pypinyin, misaki's legacy G2P and our front end on the text evaluation sets.
 
+    pip install wetext==0.1.8 cn2an==0.5.24     # the compared normalisers; not dependencies of the server
     python benchmarks/frontend_compare.py [SET.tsv ...]   (default: eval, holdout, holdout2, holdout3)
 
 Every normaliser's output goes through the same punctuation clean-up (``clean_marks``), so the table
@@ -19,7 +20,7 @@ from wyoming_fasttts.text import normalize, pinyin
 from wyoming_fasttts.text.evaluation import load_cases, score_normalize, score_pinyin
 from wyoming_fasttts.text.normalize import clean_marks
 
-DEFAULT_SETS = tuple(f"tests/text/data/{name}.tsv" for name in ("eval", "holdout", "holdout2", "holdout3"))
+DEFAULT_SETS = tuple(f"tests/unit/text/data/{name}.tsv" for name in ("eval", "holdout", "holdout2", "holdout3"))
 _HAN = re.compile(r"[\u3400-\u9fff]+")
 
 
