@@ -1,6 +1,8 @@
-"""One typed Settings object from the packaged config.yaml, an optional user file and CLI overrides.
+"""One typed Settings object from the packaged defaults.yaml, an optional user file and CLI overrides.
 
-The packaged ``config.yaml`` is the only place defaults live; the dataclasses below only give them types.
+The packaged ``defaults.yaml`` is the only place defaults live; the dataclasses below only give them types.
+(Not ``config.yaml``: Home Assistant's add-on store reads every ``config.yaml`` in the repository as an
+add-on manifest.)
 A key that is not known is an error, so a typo in a user's file cannot be silently ignored.
 """
 
@@ -154,7 +156,7 @@ def _build(data: dict[str, Any]) -> Settings:
 
 
 def default_dict() -> dict[str, Any]:
-    text = resources.files("wyoming_fasttts").joinpath("config.yaml").read_text(encoding="utf-8")
+    text = resources.files("wyoming_fasttts").joinpath("defaults.yaml").read_text(encoding="utf-8")
     data: dict[str, Any] = yaml.safe_load(text)
     return data
 

@@ -5,7 +5,7 @@ would cut off whoever is speaking. Instead the watchdog samples memory and laten
 says the engine has degraded it builds a fresh engine from the cached plan or model, sends new work to it and
 lets the old one finish what it holds before it is freed (``Scheduler.swap_engine``).
 
-Evidence (thresholds in ``config.yaml`` under ``watchdog``):
+Evidence (thresholds in ``defaults.yaml`` under ``watchdog``):
 
 * allocation failures reported by the engine;
 * memory in use growing while the workload is steady (no longer sentence than before the growth);

@@ -28,8 +28,10 @@ class Probe:
 
 
 def _ort_providers() -> list[str]:
-    import onnxruntime
-
+    try:
+        import onnxruntime
+    except ImportError:  # neither ONNX Runtime extra installed; the engine factory says so
+        return []
     return list(onnxruntime.get_available_providers())
 
 

