@@ -128,7 +128,10 @@ class Driver:
                 yield piece
 
         result = tts.async_create_stream(self.hass, self.entity_id, "zh-cn", options)
-        result.async_set_message_stream(reply())
+        if hasattr(result, "async_set_message_stream"):
+            result.async_set_message_stream(reply())
+        else:  # HA before streaming TTS input (2025.4): the pipeline waits for the whole reply
+            result.async_set_message("".join([piece async for piece in reply()]))
         data = b"".join([chunk async for chunk in result.async_stream_result()])
         return await self.audio(name, result.extension, data)
 

@@ -262,9 +262,9 @@ class FastTtsHandler(AsyncEventHandler):
         stream = self._stream
         if stream is None:
             draining, self._draining = self._draining, False
-            await self.write_event(SynthesizeStopped().event())
             if not draining:
-                raise TextError("synthesize-stop without synthesize-start")
+                await self._report(TextError("synthesize-stop without synthesize-start"))
+            await self.write_event(SynthesizeStopped().event())
             return
         try:
             for sentence in stream.buffer.flush():
