@@ -179,7 +179,10 @@ class FastTtsHandler(AsyncEventHandler):
     def _voice_and_speed(self, voice, event: Event) -> tuple[str | None, float | None]:
         context = event.data.get("context") or {}
         speed = event.data.get("speed", context.get("speed"))
-        return (voice.name if voice else None), (None if speed is None else float(speed))
+        try:
+            return (voice.name if voice else None), (None if speed is None else float(speed))
+        except (TypeError, ValueError):
+            raise TextError(f"speed must be a number between 0.5 and 2.0, not {speed!r}") from None
 
     async def _one_shot(self, event: Event) -> bool:
         """One audio cycle. On failure: the error event, then audio-stop if audio had started, else hang up.

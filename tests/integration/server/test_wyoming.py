@@ -189,8 +189,9 @@ async def _error_then_hang_up(uri: str, request: Event) -> tuple[Error, Event | 
         (Synthesize(text=WELCOME, voice=SynthesizeVoice(name="zf_nobody")).event(), "unknown-voice"),
         (Synthesize(text="好" * 100_000).event(), "bad-text"),
         (Event("synthesize", {"text": 42}), "bad-text"),
+        (Event("synthesize", {"text": WELCOME, "speed": "fast"}), "bad-text"),
     ],
-    ids=["unknown-voice", "100k-characters", "text-not-a-string"],
+    ids=["unknown-voice", "100k-characters", "text-not-a-string", "speed-not-a-number"],
 )
 def test_a_one_shot_that_fails_before_audio_gets_the_error_then_a_closed_connection(server, request_event, code):
     """Home Assistant ignores the error event; the closed connection is what ends its wait (as a failure)."""

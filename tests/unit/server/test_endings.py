@@ -21,8 +21,8 @@ from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, Synthesize
 
 from wyoming_fasttts.assets import VOICES
 from wyoming_fasttts.backends.base import EngineMemory
-from wyoming_fasttts.core import SAMPLE_RATE, EngineError
 from wyoming_fasttts.config import load_settings
+from wyoming_fasttts.core import SAMPLE_RATE, EngineError
 from wyoming_fasttts.scheduler import Scheduler
 from wyoming_fasttts.server.wyoming import FastTtsHandler, Requests, build_info
 from wyoming_fasttts.synthesizer import Synthesizer
