@@ -207,47 +207,31 @@ def test_unknown_voice_error_names_the_valid_voices(server):
     assert all(name in str(caught.value) for name in VOICES)
 
 
-def test_a_stream_with_an_unknown_voice_ends_as_home_assistant_sends_it(server):
-    """Start, chunks, the compatibility synthesize, stop: one error, one synthesize-stopped, nothing else."""
+@pytest.mark.parametrize(
+    ("requests", "code"),
+    [
+        # as Home Assistant sends a stream: start, chunks, the compatibility synthesize, stop
+        ([SynthesizeStart(voice=SynthesizeVoice(name="zf_nobody")).event(), SynthesizeChunk(text="今天天气").event(),
+          SynthesizeChunk(text="很好。").event(), Synthesize(text="今天天气很好。").event(), SynthesizeStop().event()],
+         "unknown-voice"),
+        ([SynthesizeStart().event(), SynthesizeChunk(text="好" * 10_001).event(),
+          SynthesizeChunk(text="这句不会再说了。").event(), SynthesizeStop().event()], "bad-text"),
+        ([SynthesizeStop().event()], "bad-text"),
+    ],
+    ids=["unknown-voice", "grows-too-long", "stop-without-start"],
+)
+def test_a_failed_stream_gets_one_error_and_one_synthesize_stopped(server, requests, code):
+    """Nothing else: no audio, and nothing left queued behind synthesize-stopped (the describe answers next)."""
 
     async def go():
         async with AsyncClient.from_uri(server.uri) as client:
-            await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name="zf_nobody")).event())
-            for piece in ["今天天气", "很好。"]:
-                await client.write_event(SynthesizeChunk(text=piece).event())
-            await client.write_event(Synthesize(text="今天天气很好。").event())
-            await client.write_event(SynthesizeStop().event())
-            await client.write_event(Describe().event())
+            for request in [*requests, Describe().event()]:
+                await client.write_event(request)
             return await _events_through(client, "info")
 
     events = run(go())
     assert [e.type for e in events] == ["error", "synthesize-stopped", "info"]
-    assert Error.from_event(events[0]).code == "unknown-voice"
-
-
-def test_a_stream_that_grows_too_long_stops_its_audio_and_still_ends(server):
-    async def go():
-        async with AsyncClient.from_uri(server.uri) as client:
-            await client.write_event(SynthesizeStart().event())
-            await client.write_event(SynthesizeChunk(text="好" * 10_001).event())
-            await client.write_event(SynthesizeChunk(text="这句不会再说了。").event())
-            await client.write_event(SynthesizeStop().event())
-            await client.write_event(Describe().event())
-            return await _events_through(client, "info")
-
-    events = run(go())
-    assert [e.type for e in events] == ["error", "synthesize-stopped", "info"]
-    assert Error.from_event(events[0]).code == "bad-text"
-
-
-def test_synthesize_stop_without_start_gets_an_error_and_synthesize_stopped(server):
-    async def go():
-        async with AsyncClient.from_uri(server.uri) as client:
-            await client.write_event(SynthesizeStop().event())
-            await client.write_event(Describe().event())
-            return await _events_through(client, "info")
-
-    assert [e.type for e in run(go())] == ["error", "synthesize-stopped", "info"]
+    assert Error.from_event(events[0]).code == code
 
 
 def test_malformed_and_unexpected_events_get_errors(server):
