@@ -16,6 +16,7 @@ import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Protocol
 from urllib.parse import urlparse
 
 from ..assets import ModelAssets, ensure_assets, load_vocab
@@ -109,7 +110,7 @@ async def build_runtime(
     scheduler = Scheduler(engine, settings.scheduler, _Observers(*observers))
     scheduler.start()
     synth = Synthesizer(settings, voices, load_vocab(assets.vocab), scheduler)
-    # The first request would otherwise pay for jieba's dictionary and wetext's grammar loading.
+    # The first request would otherwise pay for loading jieba's dictionary and the front end's tables.
     await synth.prepare("你好，2024年。")
     watchdog = Watchdog(settings, assets, scheduler, metrics, detector)
     metrics.ready.set(1)
@@ -170,13 +171,19 @@ def _request_stop(stop: asyncio.Event, sig: signal.Signals) -> None:
     stop.set()
 
 
-async def _start_extras(runtime: Runtime, http: HttpServer | None = None) -> list:
+class Stoppable(Protocol):
+    """What runs beside the Wyoming server (watchdog, HTTP side server, mDNS advertisement)."""
+
+    async def stop(self) -> None: ...
+
+
+async def _start_extras(runtime: Runtime, http: HttpServer | None = None) -> list[Stoppable]:
     """The watchdog and the optional listeners (HTTP side server, zeroconf); each has async ``stop()``.
 
     Shutdown stops them in this order: the advertisement first, then the watchdog (no reload while draining),
     then the HTTP server, which lets its requests in progress finish.
     """
-    extras: list = []
+    extras: list[Stoppable] = []
     await runtime.watchdog.start()
     if runtime.settings.server.zeroconf:
         from .discovery import Advertiser
@@ -191,7 +198,7 @@ async def _start_extras(runtime: Runtime, http: HttpServer | None = None) -> lis
     return extras
 
 
-async def shutdown(runtime: Runtime, server: asyncio.AbstractServer, extras: list) -> None:
+async def shutdown(runtime: Runtime, server: asyncio.AbstractServer, extras: list[Stoppable]) -> None:
     """Stop accepting, finish what is in progress, close the engine; everything within one grace period."""
     deadline = time.monotonic() + runtime.settings.server.shutdown_grace_s
     runtime.requests.closing = True
