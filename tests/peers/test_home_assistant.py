@@ -9,6 +9,7 @@ Home Assistant runs in its own virtualenv (Python 3.13 from pyenv; HA and every 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -41,8 +42,12 @@ def _python313() -> Path:
     """pyenv's Python 3.13.0 (``FASTTTS_HA_PYTHON`` overrides); HA needs 3.13, our own venv is 3.11."""
     if override := os.environ.get("FASTTTS_HA_PYTHON"):
         return Path(override)
-    root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=True).stdout.strip()
-    return Path(root) / "versions/3.13.0/bin/python3.13"
+    pyenv = shutil.which("pyenv")
+    assert pyenv, "the Home Assistant peer test needs pyenv's Python 3.13.0 (or FASTTTS_HA_PYTHON)"
+    root = subprocess.run([pyenv, "root"], capture_output=True, text=True, check=True).stdout.strip()
+    python = Path(root) / "versions/3.13.0/bin/python3.13"
+    assert python.exists(), f"{python} is missing: pyenv install 3.13.0 (or set FASTTTS_HA_PYTHON)"
+    return python
 
 
 def home_assistant_venv(version: str) -> tuple[Path, float | None]:
@@ -50,12 +55,18 @@ def home_assistant_venv(version: str) -> tuple[Path, float | None]:
     lock = HERE / f"ha-{version}.txt"
     key = hashlib.sha256(lock.read_bytes()).hexdigest()[:12]
     venv = CACHE / f"ha-{version}-{key}"
-    if (venv / "complete").exists():
-        return venv / "bin/python", None
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f"ha-{version}.lock", "w") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)  # another test run building the same venv: wait for it
+        if (venv / "complete").exists():
+            return venv / "bin/python", None
+        return _build(lock, venv)
+
+
+def _build(lock: Path, venv: Path) -> tuple[Path, float]:
     started = time.monotonic()
     partial = venv.with_name(venv.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    partial.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([str(_python313()), "-m", "venv", str(partial)], check=True)
     pip = subprocess.run(
         [str(partial / "bin/python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
