@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import shutil
 import struct
 import sys
@@ -74,6 +75,17 @@ async def decode(data: bytes) -> bytes:
     if ffmpeg.returncode:
         raise ValueError(f"ffmpeg could not decode {len(data)} bytes: {err.decode(errors='replace')[-300:]}")
     return out
+
+
+class Warnings(logging.Handler):
+    """HA's warnings and errors, by logger, for the test to judge (e.g. a writer task that crashed)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[dict[str, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append({"logger": record.name, "message": record.getMessage()[:300]})
 
 
 class Driver:
@@ -210,6 +222,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
+    warnings = Warnings()
+    logging.getLogger().addHandler(warnings)
     hass = HomeAssistant(str(config_dir))
     loader.async_setup(hass)
     hass.config.skip_pip = True  # the virtualenv has every requirement, pinned; HA must not install any
@@ -254,6 +268,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     await driver.run_all(hass.auth.async_create_access_token(refresh))
     report["checks"] = driver.results
     await hass.async_stop()
+    report["warnings"] = warnings.records
     return report
 
 

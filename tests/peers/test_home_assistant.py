@@ -91,6 +91,7 @@ def home_assistant(request, server: ServerProcess, tmp_path_factory) -> dict[str
            "--config-dir", str(work / "config"), "--out", str(work / "audio")]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=DRIVER_TIMEOUT_S)
     assert done.returncode == 0, done.stderr[-4000:]
+    (work / "report.json").write_text(done.stdout)  # what HA got, for reading after a failure
     report = json.loads(done.stdout)
     report["audio_dir"] = work / "audio"
     report["venv_build_seconds"] = built
@@ -176,3 +177,11 @@ def test_an_unknown_voice_fails_promptly_without_audio(home_assistant, way):
 
 def test_home_assistant_still_gets_speech_after_every_bad_input(home_assistant):
     assert_speech(_pcm(home_assistant, "one_shot_after"), len("欢迎使用语音合成系统"))
+
+
+def test_home_assistant_logs_no_wyoming_trouble(home_assistant):
+    """No crashed task (HA's stream writer dies if the stream ends while it still writes) and no warning from
+    HA's Wyoming integration (e.g. "Unexpected disconnection from TTS client")."""
+    trouble = [r for r in home_assistant["warnings"]
+               if r["logger"] == "asyncio" or r["logger"].startswith("homeassistant.components.wyoming")]
+    assert not trouble, trouble
