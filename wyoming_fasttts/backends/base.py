@@ -71,3 +71,28 @@ class Engine(Protocol):
 
     def close(self) -> None:
         """Release everything; called once, after the last ``run`` has returned."""
+
+
+@dataclass
+class PeerStatus:
+    """One remote inference server as this front end sees it (``--engine triton``)."""
+
+    url: str
+    ready: bool = False
+    outstanding: int = 0
+    requests: int = 0
+    failures: int = 0
+    last_error: str = ""
+
+
+@runtime_checkable
+class RemoteEngine(Protocol):
+    """An engine that serves from other machines; /readyz and /metrics report each of them."""
+
+    def peers(self) -> list[PeerStatus]:
+        """A snapshot of every server the engine sends work to."""
+
+
+def engine_peers(engine: Engine) -> list[PeerStatus]:
+    """The remote servers behind ``engine``; empty for an engine that runs in this process."""
+    return engine.peers() if isinstance(engine, RemoteEngine) else []
