@@ -266,11 +266,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from ..assets import ensure_assets
     from ..model.export import ExportError, ensure_batched_graphs
 
+    out = Path(args.out)
     try:
+        gpus = _gpu_list(args.gpus)
         graphs = ensure_batched_graphs(ensure_assets(settings.assets), settings.assets.data_path)
-        out = Path(args.out)
         layout = write_repository(out, settings, graphs.stage1, graphs.stage2, backend=args.backend,
-                                  instances=args.instances, gpus=_gpu_list(args.gpus))
+                                  instances=args.instances, gpus=gpus)
     except (RepositoryError, ExportError, OSError) as err:
         print(f"wyoming-fasttts triton-repo: {err}", file=sys.stderr)
         return 1
