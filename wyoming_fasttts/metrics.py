@@ -13,7 +13,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
-from .backends.base import AllocationError, EngineError, PeerStatus
+from .core import AllocationError, EngineError, PeerStatus
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 

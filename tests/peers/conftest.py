@@ -64,7 +64,7 @@ def triton_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ``python`` repository, as ``wyoming-fasttts triton-repo --out DIR`` writes it."""
     from wyoming_fasttts.assets import ensure_assets
     from wyoming_fasttts.config import load_settings
-    from wyoming_fasttts.model.export import ensure_batched_graphs
+    from wyoming_fasttts.graphs.batched import ensure_batched_graphs
     from wyoming_fasttts.triton.repository import write_repository
 
     settings = load_settings()

@@ -71,7 +71,7 @@ def test_the_python_variant_carries_its_models_and_host_step(tmp_path):
         assert (repo / f"{ENSEMBLE}_{stage}" / "1" / f"{stage}.onnx").read_bytes() == b"graph " + stage.encode()
         assert (repo / f"{ENSEMBLE}_{stage}" / "1" / "model.py").is_file()
     align = repo / f"{ENSEMBLE}_align" / "1"
-    assert (align / "alignment.py").read_text() == (ROOT / "wyoming_fasttts" / "model" / "alignment.py").read_text()
+    assert (align / "alignment.py").read_text() == (ROOT / "wyoming_fasttts" / "backends" / "alignment.py").read_text()
     # Regenerating keeps the Python environment scripts/triton-local linked in, and replaces the rest.
     env = repo / f"{ENSEMBLE}_stage1" / "python-env"
     env.symlink_to(tmp_path)

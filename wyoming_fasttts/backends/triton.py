@@ -25,8 +25,8 @@ from urllib.parse import urlparse
 import numpy as np
 
 from ..config import Settings
-from ..model.batching import stage1_feeds
 from .base import EngineError, EngineMemory, PeerStatus, SynthesisItem
+from .batching import stage1_feeds
 from .memory import process_rss_bytes
 
 _LOGGER = logging.getLogger(__name__)

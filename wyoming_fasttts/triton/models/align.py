@@ -1,7 +1,7 @@
 """Triton Python-backend model: the host step between the two stages, per sentence.
 
 Durations from stage 1 -> frames per token (the trailing silent token capped at ``tail_frames``) -> the
-token-to-frame alignment stage 2 takes. It is the package's own ``model/alignment.py``, copied beside this
+token-to-frame alignment stage 2 takes. It is the package's own ``backends/alignment.py``, copied beside this
 file by ``triton-repo``, so Triton computes exactly what the in-process engines compute.
 
 ``frame_bucket`` > 1 pads the frame axis up to a multiple of it (zeros, ``frames`` keeps the true count):

@@ -2,7 +2,7 @@
 
 Triton's dynamic batcher hands ``execute`` several requests, each one sentence of its own length (the
 inputs allow ragged batches). They are zero-padded into one batch, as the in-process engine pads its
-batches (``model/batching.py``: the graphs mask each row to its ``lengths`` / ``frames``), run in one
+batches (``backends/batching.py``: the graphs mask each row to its ``lengths`` / ``frames``), run in one
 ONNX Runtime call, and each request gets its own rows back, cut to its own length, so what a request
 receives does not depend on what it was batched with beyond float rounding.
 
