@@ -6,9 +6,9 @@ batches (``backends/batching.py``: the graphs mask each row to its ``lengths`` /
 ONNX Runtime call, and each request gets its own rows back, cut to its own length, so what a request
 receives does not depend on what it was batched with beyond float rounding.
 
-Parameters (config.pbtxt): ``graph`` (file beside this one's version folder), ``stage`` (stage1 | stage2),
-``threads`` (ONNX Runtime intra-op threads, 0 = all cores). On a GPU instance (``KIND_GPU``) it runs on
-ONNX Runtime CUDA where the model's Python environment has it.
+Parameters (config.pbtxt): ``graph`` (file in the version folder), ``stage`` (stage1 | stage2), ``threads``
+(ONNX Runtime intra-op threads, 0 = the cores divided among the instances). On a GPU instance (``KIND_GPU``)
+it runs on ONNX Runtime CUDA where the model's Python environment has it.
 """
 
 import json
@@ -49,7 +49,9 @@ class TritonPythonModel:
         self.stage = params["stage"]
         self.outputs = [o["name"] for o in config["output"]]
         options = ort.SessionOptions()
-        options.intra_op_num_threads = int(params.get("threads", "0")) or os.cpu_count() or 1
+        # 0: the cores shared among this model's instances (each instance is its own process).
+        instances = sum(int(group.get("count", 1)) for group in config.get("instance_group", [])) or 1
+        options.intra_op_num_threads = int(params.get("threads", "0")) or max(1, (os.cpu_count() or 1) // instances)
         options.inter_op_num_threads = 1
         providers = ["CPUExecutionProvider"]
         if args.get("model_instance_kind") == "GPU" and "CUDAExecutionProvider" in ort.get_available_providers():
