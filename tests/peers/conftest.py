@@ -36,6 +36,11 @@ class TritonProcess:
         with urllib.request.urlopen(self.http + path, timeout=10) as response:
             return json.loads(response.read() or b"{}")
 
+    def kill(self) -> None:
+        """What a machine or container dying looks like: the server and its model processes, at once."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+
     def stop(self) -> int:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -89,6 +94,7 @@ def start_triton(triton_repo: Path, tmp_path_factory: pytest.TempPathFactory
                 [str(ROOT / "scripts" / "triton-local"), "--repo", str(triton_repo), "--grpc-port", str(grpc_port),
                  "--http-port", str(http_port)],
                 stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "FASTTTS_TRITON_CACHE": str(TRITON_CACHE)},
+                start_new_session=True,  # its own process group: kill() takes the Python-backend stubs with it
             )
         triton = TritonProcess(f"grpc://127.0.0.1:{grpc_port}", f"http://127.0.0.1:{http_port}", process, log)
         started.append(triton)
