@@ -87,10 +87,10 @@ def _row(latencies_s: list[float], audio_s: list[float]) -> dict:
 
 async def _with_server(args: argparse.Namespace, eager: Eager, text: str, report: dict) -> None:
     """Our server in this process; one-shot requests alternate with eager runs, then the load levels."""
+    from wyoming_fasttts.backends.memory import Nvml
     from wyoming_fasttts.bench.load import load, one
     from wyoming_fasttts.bench.servers import free_port
     from wyoming_fasttts.server.app import build_runtime, start_wyoming
-    from wyoming_fasttts.watchdog import Nvml
 
     uri = f"tcp://127.0.0.1:{free_port()}"
     settings = load_settings(args.config, {"engine.backend": args.engine, "server.uri": uri, "server.http_uri": "",

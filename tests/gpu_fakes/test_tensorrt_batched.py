@@ -108,6 +108,9 @@ class FakeCuda:
         self._ptrs = itertools.count(1 << 20, 1 << 20)
         self.copies = 0
 
+    def bind(self) -> None:
+        pass
+
     def _dev(self, ptr: int, nbytes: int) -> np.ndarray:
         start = ptr - self.BASE
         assert start >= 0 and start + nbytes <= len(self.arena), "device access outside the pool"
@@ -268,6 +271,7 @@ def test_engine_on_batched_plans_sizes_its_pool_from_the_plans_and_batches(batch
     settings, graphs, items = batch
     keys = dict(zip(("stage1", "stage2"), _keys(settings), strict=True))
     pool: list[FakeCuda] = []
+    loaded: list[FakeEngine] = []
 
     class Cuda(FakeCuda):
         def __init__(self, device_id: int) -> None:
@@ -300,7 +304,8 @@ def test_engine_on_batched_plans_sizes_its_pool_from_the_plans_and_batches(batch
             @staticmethod
             def deserialize_cuda_engine(data: bytes) -> FakeEngine:
                 stage = data.decode()
-                return FakeEngine(None, getattr(graphs, stage), keys[stage])   # its memory: the pool, below
+                loaded.append(FakeEngine(None, getattr(graphs, stage), keys[stage]))  # its memory: the pool, below
+                return loaded[-1]
 
     monkeypatch.setattr(tensorrt, "import_tensorrt", lambda backend: Module)
     monkeypatch.setattr(tensorrt, "Cuda", Cuda)
@@ -311,7 +316,7 @@ def test_engine_on_batched_plans_sizes_its_pool_from_the_plans_and_batches(batch
     assert engine.max_batch == 4 and engine.slots >= 1
     assert engine.pool_bytes == engine.slots * slot_bytes({"stage1": 4096, "stage2": 8192},
                                                           batched_tensor_bytes(BatchLimits.from_keys(*keys.values())))
-    for fake in engine._engines.values():
+    for fake in loaded:
         fake.cuda = pool[0]   # fake engines read and write the pool the engine allocated
     rows = engine.synthesize_batch(items[:2])
     assert [len(audio) for audio, _ in rows] == [frames.sum() * 600 for _, frames in rows]

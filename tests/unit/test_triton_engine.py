@@ -101,9 +101,9 @@ def test_a_request_goes_to_the_server_with_fewer_outstanding(servers):
     for server in servers.values():
         server.hold.clear()
     with ThreadPoolExecutor(2) as pool:
-        first = pool.submit(engine.synthesize, ITEM)
+        first = pool.submit(engine.run, [ITEM])
         busy = entries.get(timeout=5)
-        second = pool.submit(engine.synthesize, ITEM)
+        second = pool.submit(engine.run, [ITEM])
         assert entries.get(timeout=5) != busy, "the second request joined the busy server"
         for server in servers.values():
             server.hold.set()
@@ -114,7 +114,7 @@ def test_a_request_goes_to_the_server_with_fewer_outstanding(servers):
 
 def test_tokens_are_padded_to_the_repository_bucket_and_audio_cut_to_its_length(servers):
     engine = _engine()
-    audio = engine.synthesize(ITEM)
+    audio = engine.run([ITEM])[0]
     served = servers["a:1"] if servers["a:1"].served else servers["b:2"]
     assert served.token_shapes == [[1, 16]]  # 5 ids + 2 pads -> one bucket of 16
     assert audio.shape == (600,) and audio.dtype == np.float32
@@ -126,7 +126,7 @@ def test_a_server_that_went_away_costs_no_request(servers):
     servers["a:1"].fail_with = "StatusCode.UNAVAILABLE"
     servers["b:2"].fail_with = None
     for _ in range(4):
-        assert len(engine.synthesize(ITEM)) > 0
+        assert len(engine.run([ITEM])[0]) > 0
     peers = {p.url: p for p in engine.peers()}
     assert servers["b:2"].served == 4
     assert peers["grpc://a:1"].failures == 1 and peers["grpc://a:1"].ready is False
@@ -138,7 +138,7 @@ def test_a_refused_request_is_not_retried_elsewhere(servers):
     engine = _engine()
     servers["a:1"].fail_with = servers["b:2"].fail_with = "StatusCode.INVALID_ARGUMENT"
     with pytest.raises(EngineError, match="refused the request"):
-        engine.synthesize(ITEM)
+        engine.run([ITEM])[0]
     assert sum(p.failures for p in engine.peers()) == 1
     engine.close()
 
@@ -147,7 +147,7 @@ def test_no_server_left_is_an_engine_error_naming_them(servers):
     engine = _engine()
     servers["a:1"].fail_with = servers["b:2"].fail_with = "StatusCode.UNAVAILABLE"
     with pytest.raises(EngineError, match="no Triton server could take the request") as caught:
-        engine.synthesize(ITEM)
+        engine.run([ITEM])[0]
     assert "grpc://a:1" in str(caught.value) and "grpc://b:2" in str(caught.value)
     engine.close()
 

@@ -16,8 +16,8 @@ import numpy as np
 # The errors an engine raises and the items it runs are part of its contract; they live in the leaf module.
 from ..core import AllocationError, EngineError, PeerStatus, SynthesisItem
 
-__all__ = ["AllocationError", "Engine", "EngineError", "EngineMemory", "PeerStatus", "RemoteEngine", "SynthesisItem",
-           "engine_peers"]
+__all__ = ["AllocationError", "Engine", "EngineError", "EngineMemory", "InspectableEngine", "PeerStatus",
+           "RemoteEngine", "SynthesisItem", "engine_peers"]
 
 
 @dataclass
@@ -68,3 +68,11 @@ class RemoteEngine(Protocol):
 def engine_peers(engine: Engine) -> list[PeerStatus]:
     """The remote servers behind ``engine``; empty for an engine that runs in this process."""
     return engine.peers() if isinstance(engine, RemoteEngine) else []
+
+
+@runtime_checkable
+class InspectableEngine(Engine, Protocol):
+    """An engine ``doctor`` can compare with the CPU reference: one sentence, and the frames it was given."""
+
+    def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
+        """Float32 audio for ``item`` and the frames per token (from stage 1) it was rendered with."""

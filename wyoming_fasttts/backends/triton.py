@@ -151,7 +151,8 @@ class TritonEngine:
             inputs.append(tensor)
         return inputs
 
-    def synthesize(self, item: SynthesisItem) -> np.ndarray:
+    def _send(self, item: SynthesisItem) -> np.ndarray:
+        """One sentence to the best server; on to the next when one went away."""
         inputs = self._inputs(item)
         outputs = [self._grpc.InferRequestedOutput("audio"), self._grpc.InferRequestedOutput("audio_lengths")]
         tried: set[int] = set()
@@ -189,10 +190,10 @@ class TritonEngine:
 
         Short on purpose: 24 equal ids with a zero style make stage 1 predict ~950 frames, a minute of
         stage 2 on a busy 2-core CPU."""
-        self.synthesize(SynthesisItem(ids=np.full(8, 16, np.int64), style=np.zeros(256, np.float32)))
+        self._send(SynthesisItem(ids=np.full(8, 16, np.int64), style=np.zeros(256, np.float32)))
 
     def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
-        return [self.synthesize(item) for item in items]
+        return [self._send(item) for item in items]
 
     def peers(self) -> list[PeerStatus]:
         with self._lock:

@@ -101,9 +101,9 @@ class BatchedLane(Lane):
 
     def __init__(self, trt: ModuleType, engines: dict[str, Any], cuda: Cuda, base: int, limits: BatchLimits,
                  runtime_cache: Any, tail_frames: int) -> None:
-        scratch = max(int(e.device_memory_size_v2) for e in engines.values())
-        super().__init__(trt, cuda, base, scratch, batched_tensor_bytes(limits), HOST_TENSORS, runtime_cache)
-        self.limits, self.tail_frames = limits, tail_frames
+        super().__init__(trt, engines, cuda, base, batched_tensor_bytes(limits), HOST_TENSORS, runtime_cache,
+                         tail_frames)
+        self.limits = limits
         self.stage1 = self.context(engines["stage1"])
         for name in ("tokens", "lengths", "style", "speed", "durations", "d", "t_en"):
             self.stage1.set_tensor_address(name, self.dev[name])

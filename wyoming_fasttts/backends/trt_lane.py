@@ -45,10 +45,10 @@ def create_context(trt: ModuleType, engine: Any, runtime_cache: Any) -> Any:
 class Lane:
     """A stream, device tensors at fixed addresses in the lane's block, pinned host buffers for ``host_tensors``."""
 
-    def __init__(self, trt: ModuleType, cuda: Cuda, base: int, scratch_bytes: int, tensors: dict[str, int],
-                 host_tensors: Iterable[str], runtime_cache: Any) -> None:
-        self.trt, self.cuda, self.runtime_cache = trt, cuda, runtime_cache
-        self.scratch_bytes = scratch_bytes
+    def __init__(self, trt: ModuleType, engines: dict[str, Any], cuda: Cuda, base: int, tensors: dict[str, int],
+                 host_tensors: Iterable[str], runtime_cache: Any, tail_frames: int) -> None:
+        self.trt, self.cuda, self.runtime_cache, self.tail_frames = trt, cuda, runtime_cache, tail_frames
+        self.scratch_bytes = scratch_bytes = max(int(e.device_memory_size_v2) for e in engines.values())
         self.stream = cuda.stream()
         offsets, _ = lane_layout(scratch_bytes, tensors)
         self.dev = {name: base + off for name, off in offsets.items()}
@@ -80,7 +80,8 @@ class Lane:
 
     def view(self, name: str, dtype: Any, shape: tuple[int, ...]) -> np.ndarray:
         """The first ``prod(shape)`` elements of pinned buffer ``name`` as an array of that shape."""
-        return self.host[name].view(dtype)[:int(np.prod(shape))].reshape(shape)
+        view: np.ndarray = self.host[name].view(dtype)[:int(np.prod(shape))].reshape(shape)
+        return view
 
     @staticmethod
     def execute(context: Any, stream: int, what: str) -> None:

@@ -16,6 +16,7 @@ import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Protocol
 from urllib.parse import urlparse
 
 from ..assets import ModelAssets, ensure_assets, load_vocab
@@ -111,7 +112,7 @@ async def build_runtime(
     scheduler.start()
     metrics.peers.source = lambda: engine_peers(scheduler.engine)
     synth = Synthesizer(settings, voices, load_vocab(assets.vocab), scheduler)
-    # The first request would otherwise pay for jieba's dictionary and wetext's grammar loading.
+    # The first request would otherwise pay for loading jieba's dictionary and the front end's tables.
     await synth.prepare("你好，2024年。")
     watchdog = Watchdog(settings, assets, scheduler, metrics, detector)
     metrics.ready.set(1)
@@ -172,13 +173,19 @@ def _request_stop(stop: asyncio.Event, sig: signal.Signals) -> None:
     stop.set()
 
 
-async def _start_extras(runtime: Runtime, http: HttpServer | None = None) -> list:
+class Stoppable(Protocol):
+    """What runs beside the Wyoming server (watchdog, HTTP side server, mDNS advertisement)."""
+
+    async def stop(self) -> None: ...
+
+
+async def _start_extras(runtime: Runtime, http: HttpServer | None = None) -> list[Stoppable]:
     """The watchdog and the optional listeners (HTTP side server, zeroconf); each has async ``stop()``.
 
     Shutdown stops them in this order: the advertisement first, then the watchdog (no reload while draining),
     then the HTTP server, which lets its requests in progress finish.
     """
-    extras: list = []
+    extras: list[Stoppable] = []
     await runtime.watchdog.start()
     if runtime.settings.server.zeroconf:
         from .discovery import Advertiser
@@ -193,7 +200,7 @@ async def _start_extras(runtime: Runtime, http: HttpServer | None = None) -> lis
     return extras
 
 
-async def shutdown(runtime: Runtime, server: asyncio.AbstractServer, extras: list) -> None:
+async def shutdown(runtime: Runtime, server: asyncio.AbstractServer, extras: list[Stoppable]) -> None:
     """Stop accepting, finish what is in progress, close the engine; everything within one grace period."""
     deadline = time.monotonic() + runtime.settings.server.shutdown_grace_s
     runtime.requests.closing = True

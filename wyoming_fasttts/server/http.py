@@ -22,6 +22,7 @@ from aiohttp import web
 from ..audio import wav_bytes
 from ..backends.base import engine_peers
 from ..config import Settings
+from ..core import MAX_SPEED, MIN_SPEED
 from ..metrics import CONTENT_TYPE, Metrics
 from ..synthesizer import Synthesizer, TextError, error_code
 from ..watchdog import ReloadInProgress
@@ -206,7 +207,7 @@ def _text_voice_speed(params: dict[str, Any]) -> tuple[str, str | None, float | 
     try:
         return text, voice, float(speed)
     except (TypeError, ValueError):
-        raise TextError(f"'speed' must be a number between 0.5 and 2.0, not {speed!r}") from None
+        raise TextError(f"'speed' must be a number between {MIN_SPEED} and {MAX_SPEED}, not {speed!r}") from None
 
 
 async def _speak(runtime: Runtime, text: str, voice: str, speed: float) -> bytes:

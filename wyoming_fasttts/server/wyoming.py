@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
@@ -19,7 +20,14 @@ from wyoming.event import Event, async_write_event
 from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice
 from wyoming.ping import Ping, Pong
 from wyoming.server import AsyncEventHandler
-from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
+from wyoming.tts import (
+    Synthesize,
+    SynthesizeChunk,
+    SynthesizeStart,
+    SynthesizeStop,
+    SynthesizeStopped,
+    SynthesizeVoice,
+)
 
 from .. import __version__
 from ..audio import CHANNELS, SAMPLE_WIDTH, pcm_chunks
@@ -92,7 +100,7 @@ class _Stream:
 
 
 class FastTtsHandler(AsyncEventHandler):
-    def __init__(self, info: Info, synth: Synthesizer, requests: Requests, *args, **kwargs) -> None:
+    def __init__(self, info: Info, synth: Synthesizer, requests: Requests, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._info = info
         self._synth = synth
@@ -156,7 +164,7 @@ class FastTtsHandler(AsyncEventHandler):
         else:
             raise TextError(f"unexpected event '{event.type}'; this server handles describe and synthesize events")
 
-    def _voice_and_speed(self, voice, event: Event) -> tuple[str | None, float | None]:
+    def _voice_and_speed(self, voice: SynthesizeVoice | None, event: Event) -> tuple[str | None, float | None]:
         context = event.data.get("context") or {}
         speed = event.data.get("speed", context.get("speed"))
         return (voice.name if voice else None), (None if speed is None else float(speed))
