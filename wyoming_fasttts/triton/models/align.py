@@ -9,19 +9,20 @@ stage-2 backends without ragged batching (ONNX Runtime, TensorRT) batch only equ
 """
 
 import json
+from typing import Any
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
-from alignment import alignment, frame_counts
+from alignment import alignment, frame_counts  # type: ignore[import-not-found]  # copied beside this file
 
 
 class TritonPythonModel:
-    def initialize(self, args):
+    def initialize(self, args: dict[str, str]) -> None:
         params = {k: v["string_value"] for k, v in json.loads(args["model_config"]).get("parameters", {}).items()}
         self.tail_frames = int(params.get("tail_frames", "0"))
         self.frame_bucket = max(1, int(params.get("frame_bucket", "1")))
 
-    def execute(self, requests):
+    def execute(self, requests: list[Any]) -> list[Any]:
         responses = []
         for request in requests:
             durations = pb_utils.get_input_tensor_by_name(request, "durations").as_numpy()

@@ -13,6 +13,7 @@ it runs on ONNX Runtime CUDA where the model's Python environment has it.
 
 import json
 import os
+from typing import Any
 
 import numpy as np
 import onnxruntime as ort
@@ -21,7 +22,7 @@ import triton_python_backend_utils as pb_utils
 SAMPLES_PER_FRAME = 600
 
 # Per stage: output -> (axis to cut, input whose length sets it, that input's axis, scale).
-CUTS = {
+CUTS: dict[str, dict[str, tuple[int, str, int, int] | None]] = {
     "stage1": {"durations": (1, "tokens", 1, 1), "d": (1, "tokens", 1, 1), "t_en": (2, "tokens", 1, 1)},
     "stage2": {"audio": (1, "alignment", 2, SAMPLES_PER_FRAME), "audio_lengths": None},
 }
@@ -33,17 +34,17 @@ INPUTS = {
 FLAT = {"lengths", "speed", "frames", "audio_lengths"}
 
 
-def pad_stack(arrays):
+def pad_stack(arrays: list[np.ndarray]) -> np.ndarray:
     """[1, ...] arrays of different sizes -> one zero-padded [B, ...] array."""
     shape = [len(arrays), *np.max([a.shape[1:] for a in arrays], axis=0)]
     out = np.zeros(shape, dtype=arrays[0].dtype)
     for row, array in enumerate(arrays):
-        out[(row, *(slice(0, n) for n in array.shape[1:]))] = array[0]
+        out[row][tuple(slice(0, n) for n in array.shape[1:])] = array[0]
     return out
 
 
 class TritonPythonModel:
-    def initialize(self, args):
+    def initialize(self, args: dict[str, str]) -> None:
         config = json.loads(args["model_config"])
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
         self.stage = params["stage"]
@@ -53,13 +54,13 @@ class TritonPythonModel:
         instances = sum(int(group.get("count", 1)) for group in config.get("instance_group", [])) or 1
         options.intra_op_num_threads = int(params.get("threads", "0")) or max(1, (os.cpu_count() or 1) // instances)
         options.inter_op_num_threads = 1
-        providers = ["CPUExecutionProvider"]
+        providers: list[Any] = ["CPUExecutionProvider"]
         if args.get("model_instance_kind") == "GPU" and "CUDAExecutionProvider" in ort.get_available_providers():
             providers.insert(0, ("CUDAExecutionProvider", {"device_id": int(args["model_instance_device_id"])}))
         path = os.path.join(args["model_repository"], args["model_version"], params["graph"])
         self.session = ort.InferenceSession(path, options, providers=providers)
 
-    def execute(self, requests):
+    def execute(self, requests: list[Any]) -> list[Any]:
         feeds = {}
         for name in INPUTS[self.stage]:
             arrays = [pb_utils.get_input_tensor_by_name(r, name).as_numpy() for r in requests]
@@ -70,7 +71,7 @@ class TritonPythonModel:
             tensors = []
             for name, value in results.items():
                 cut = CUTS[self.stage][name]
-                if name in FLAT:
+                if cut is None:
                     part = value[row:row + 1].reshape(1, 1)
                 else:
                     index = [slice(row, row + 1)] + [slice(None)] * (value.ndim - 1)
