@@ -268,7 +268,8 @@ class Watchdog:
 
     async def sample(self) -> MemorySample:
         sample = await asyncio.to_thread(sample_memory, self._scheduler.engine, self._nvml)
-        self._metrics.memory(sample.rss_bytes, sample.gpu_used_bytes, sample.gpu_free_bytes, sample.gpu_total_bytes)
+        self._metrics.memory(sample.rss_bytes, sample.gpu_used_bytes, sample.gpu_free_bytes, sample.gpu_total_bytes,
+                             sample.working_set_bytes)
         return sample
 
     async def _loop(self) -> None:

@@ -105,6 +105,24 @@ class Cuda:
         kind = self._rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice
         self._check(self._rt.cudaMemcpyAsync(dst, src, nbytes, kind, stream), "copy on the GPU")
 
+    def begin_capture(self, stream: int) -> None:
+        mode = self._rt.cudaStreamCaptureMode.cudaStreamCaptureModeThreadLocal
+        self._check(self._rt.cudaStreamBeginCapture(stream, mode), "start capturing a CUDA graph")
+
+    def end_capture(self, stream: int) -> Any:
+        """The captured graph, instantiated (the plain graph is freed: only the executable is replayed)."""
+        graph = self._check(self._rt.cudaStreamEndCapture(stream), "finish capturing a CUDA graph")
+        try:
+            return self._check(self._rt.cudaGraphInstantiate(graph, 0), "instantiate a CUDA graph", alloc=True)
+        finally:
+            self._check(self._rt.cudaGraphDestroy(graph), "free a captured graph")
+
+    def launch(self, graph_exec: Any, stream: int) -> None:
+        self._check(self._rt.cudaGraphLaunch(graph_exec, stream), "replay a CUDA graph")
+
+    def destroy_graph(self, graph_exec: Any) -> None:
+        self._check(self._rt.cudaGraphExecDestroy(graph_exec), "free a CUDA graph")
+
     def synchronize(self, stream: int) -> None:
         self._check(self._rt.cudaStreamSynchronize(stream), "run on the GPU")
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core import EngineError, SynthesisItem
-from .base import EngineMemory
+from .base import EngineMemory, InspectableEngine
 
 try:
     import onnxruntime as ort
@@ -206,12 +206,13 @@ class BatchedOnnxRuntimeEngine(OnnxRuntimeEngine):
 
 
 def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: str = "onnxruntime",
-                              flavour: str | None = None) -> OnnxRuntimeEngine:
+                              flavour: str | None = None) -> InspectableEngine:
     """int8 stages on the CPU (``onnxruntime``) or float stages on CUDA (``onnxruntime-cuda``); ``flavour``
     "float" on the CPU is the reference the GPU engines are compared with (the very graphs they run).
 
     With ``engine.batched`` the batched graphs run instead (on CUDA by default, where a batch costs little
-    more than one sentence; on the CPU a batch of four took longer per item than four sentences alone).
+    more than one sentence; on the CPU a batch of four took longer per item than four sentences alone). On
+    CUDA they run at bucket shapes replayed as CUDA graphs (``ort_graphs``).
     """
     eng = settings.engine
     cuda = backend == "onnxruntime-cuda"
@@ -225,6 +226,15 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
     )
     if flavour is None and (eng.batched == "always" or (eng.batched == "auto" and cuda)):
         batched = _batched_graphs(settings, assets, required=eng.batched == "always")
+        if batched is not None and cuda:
+            from .buckets import Buckets
+            from .ort_graphs import GraphOnnxRuntimeEngine
+
+            buckets = Buckets.for_limits(settings.scheduler.max_batch, eng.max_tokens, eng.max_frames,
+                                         eng.batch_frames)
+            return GraphOnnxRuntimeEngine(batched.stage1, batched.stage2, buckets=buckets,
+                                          providers=common["providers"], options=common["options"],
+                                          tail_frames=eng.tail_frames, name=backend, device_id=eng.device_id)
         if batched is not None:
             return BatchedOnnxRuntimeEngine(batched.stage1, batched.stage2,
                                             max_batch=settings.scheduler.max_batch, **common)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -251,19 +252,29 @@ class TensorRTEngine:
             tmp.replace(self._cache_path)
 
     def warmup(self) -> None:
-        """Every slot on a few batch sizes and lengths, so JIT compilation happens now, not live. For batched
-        plans each (rows, frames) profile is aimed at with rows of about an eighth of its frames in ids
-        (4-5 frames per id is typical), so every stage-2 context runs once."""
+        """Every slot on a few batch sizes and lengths, so JIT compilation happens now, not live. Batched
+        lanes meet every bucket shape (and capture its CUDA graph) instead."""
         self._cuda.bind()
         rng = np.random.default_rng(0)
         style = rng.standard_normal(STYLE_DIM).astype(np.float32) * 0.1
-        lengths = [(1, 24), (1, 96)]
-        if isinstance(self._lanes[0], BatchedLane):
-            lengths = [(b, max(8, f // 8)) for b, f in self._lanes[0].limits.shapes]
         for lane in self._lanes:
-            for rows, n in lengths:
-                lane.run([SynthesisItem(ids=np.full(n, 16, np.int64), style=style)] * rows)
+            if isinstance(lane, BatchedLane):
+                started = time.perf_counter()
+                shapes = lane.warm(style)
+                _LOGGER.info("warm-up: %d bucket shapes planned and captured in %.1f s", shapes,
+                             time.perf_counter() - started)
+            else:
+                for n in (24, 96):
+                    lane.run([SynthesisItem(ids=np.full(n, 16, np.int64), style=style)])
         self._save_runtime_cache()
+
+    @property
+    def replay(self) -> str:
+        """How the lanes run, for doctor."""
+        lane = self._lanes[0]
+        if isinstance(lane, BatchedLane):
+            return f"CUDA graphs captured around enqueue: {len(lane.replay.graphs)} per lane"
+        return "no CUDA graphs (batch-1 plans)"
 
     def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
         return [audio for audio, _ in self.synthesize_batch(items)]

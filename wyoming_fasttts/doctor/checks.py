@@ -99,7 +99,8 @@ def _ort_cuda_major() -> int | None:
     for location in spec.submodule_search_locations:
         for lib in Path(location, "capi").glob("libonnxruntime_providers_cuda.so*"):
             with open(lib, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                match = re.search(rb"libcudart\.so\.(\d+)", data)
+                at = data.find(b"libcudart.so.")  # re cannot search an mmap on every Python (3.12: TypeError)
+                match = re.match(rb"(\d+)", data[at + 13:at + 16]) if at >= 0 else None
             if match:
                 return int(match.group(1))
     return None
@@ -364,6 +365,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"FAIL: {backend} cannot report the frames it renders, so parity cannot be checked")
         return 1
     print(f"GPU engine ({engine.name} on {engine.device}, {engine.slots} slot(s)):")
+    replay = getattr(engine, "replay", None)  # bucketed engines: whether each stage replays a CUDA graph
+    if replay:
+        print(f"  replay: {replay}")
     got = _render(engine, items, args.runs, engine.name)
     passed = checks_pass
     if engine.max_batch > 1:
