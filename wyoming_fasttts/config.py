@@ -34,7 +34,7 @@ class ServerSettings:
 class VoiceSettings:
     default: str
     speed: float
-    lang: str
+    languages: list[str]
 
 
 @dataclass

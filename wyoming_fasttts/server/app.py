@@ -120,7 +120,7 @@ async def build_runtime(
 
 
 async def start_wyoming(runtime: Runtime) -> asyncio.AbstractServer:
-    info = build_info(runtime.synth.voices.names, runtime.settings.voice.lang)
+    info = build_info(runtime.synth.voices.names, runtime.settings.voice.languages)
 
     async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await FastTtsHandler(info, runtime.synth, runtime.requests, reader, writer).run()
