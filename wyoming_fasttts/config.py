@@ -34,7 +34,7 @@ class ServerSettings:
 class VoiceSettings:
     default: str
     speed: float
-    lang: str
+    languages: list[str]
 
 
 @dataclass
@@ -78,6 +78,15 @@ class EngineSettings:
 
 
 @dataclass
+class TritonSettings:
+    urls: list[str]
+    model: str
+    timeout_s: float
+    health_interval_s: float
+    in_flight: int
+
+
+@dataclass
 class AudioSettings:
     lead_ms: int
     tail_ms: int
@@ -118,6 +127,7 @@ class Settings:
     voice: VoiceSettings
     assets: AssetSettings
     engine: EngineSettings
+    triton: TritonSettings
     audio: AudioSettings
     text: TextSettings
     scheduler: SchedulerSettings
@@ -129,7 +139,7 @@ class ConfigError(ValueError):
     """A configuration file or override that does not fit the schema."""
 
 
-BACKENDS = ("auto", "onnxruntime", "onnxruntime-cuda", "tensorrt", "tensorrt-rtx")
+BACKENDS = ("auto", "onnxruntime", "onnxruntime-cuda", "tensorrt", "tensorrt-rtx", "triton")
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any], where: str) -> dict[str, Any]:
@@ -191,6 +201,8 @@ def validate(settings: Settings) -> None:
     """Reject values that would only fail later, deep inside a request."""
     if settings.engine.backend not in BACKENDS:
         raise ConfigError(f"engine.backend must be one of {', '.join(BACKENDS)}")
+    if settings.engine.backend == "triton" and not settings.triton.urls:
+        raise ConfigError("--engine triton needs at least one --triton-url grpc://HOST:PORT (or triton.urls)")
     if settings.engine.batched not in ("auto", "always", "never"):
         raise ConfigError("engine.batched must be auto, always or never")
     if settings.engine.precision != "fp32":

@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 
 from ..assets import ModelAssets, ensure_assets, load_vocab
 from ..backends import create_engine
+from ..backends.base import engine_peers
 from ..config import Settings
 from ..metrics import Metrics
 from ..scheduler import BusyError, Scheduler, SchedulerObserver
@@ -109,6 +110,7 @@ async def build_runtime(
     observers = (metrics, detector) if observer is None else (metrics, detector, observer)
     scheduler = Scheduler(engine, settings.scheduler, _Observers(*observers))
     scheduler.start()
+    metrics.peers.source = lambda: engine_peers(scheduler.engine)
     synth = Synthesizer(settings, voices, load_vocab(assets.vocab), scheduler)
     # The first request would otherwise pay for loading jieba's dictionary and the front end's tables.
     await synth.prepare("你好，2024年。")
@@ -118,7 +120,7 @@ async def build_runtime(
 
 
 async def start_wyoming(runtime: Runtime) -> asyncio.AbstractServer:
-    info = build_info(runtime.synth.voices.names, runtime.settings.voice.lang)
+    info = build_info(runtime.synth.voices.names, runtime.settings.voice.languages)
 
     async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await FastTtsHandler(info, runtime.synth, runtime.requests, reader, writer).run()
