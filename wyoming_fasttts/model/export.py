@@ -29,8 +29,9 @@ import onnx
 from ..assets import ModelAssets, load_vocab, sha256_of
 from ..backends.base import SynthesisItem
 from .batching import STAGE1_INPUTS, STAGE1_OUTPUTS, STAGE2_INPUTS, STAGE2_OUTPUTS, stage1_feeds, stage2_feeds
-from .cache import build_once
+from .cache import build_once, changed_files
 
+_LOGGER = logging.getLogger(__name__)
 _DYNAMIC = {
     "tokens": {0: "B", 1: "T"}, "lengths": {0: "B"}, "style": {0: "B"}, "speed": {0: "B"},
     "durations": {0: "B", 1: "T"}, "d": {0: "B", 1: "T"}, "t_en": {0: "B", 2: "T"},
@@ -115,6 +116,11 @@ def _cached(directory: Path, key: str) -> BatchedGraphs | None:
     if manifest.get("key") != key or set(paths) != {"stage1", "stage2"}:
         return None
     if any(not p.is_file() or p.stat().st_size != manifest["stages"][s]["bytes"] for s, p in paths.items()):
+        return None
+    changed = changed_files(directory, {entry["file"]: entry["sha256"] for entry in manifest["stages"].values()})
+    if changed:
+        _LOGGER.warning("cached batched graphs in %s changed since export (%s): exporting again",
+                        directory, ", ".join(changed))
         return None
     return BatchedGraphs(directory, paths["stage1"], paths["stage2"])
 
