@@ -81,6 +81,7 @@ class EngineSettings:
     opt_tokens: int
     opt_frames: int
     memory_budget_mb: int
+    arena_shrinkage: bool
     compute_capability: str
     fallback_compute_capability: str
 
