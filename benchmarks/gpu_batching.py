@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wyoming_fasttts.backends.base import SynthesisItem
-from wyoming_fasttts.model.batching import STAGE1_INPUTS, STAGE2_INPUTS, stage1_feeds, stage2_feeds
+from wyoming_fasttts.backends.batching import STAGE1_INPUTS, STAGE2_INPUTS, stage1_feeds, stage2_feeds
 
 
 def _rows(item: dict, batch: int, mixed: bool) -> list[SynthesisItem]:
@@ -36,7 +36,7 @@ def _rows(item: dict, batch: int, mixed: bool) -> list[SynthesisItem]:
 def main() -> None:
     import torch
 
-    from wyoming_fasttts.model import reference
+    from wyoming_fasttts.export import reference
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--inputs", required=True)

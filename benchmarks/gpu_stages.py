@@ -88,11 +88,11 @@ def measure(args: argparse.Namespace) -> None:
     import onnx
     import onnxruntime as ort
 
+    from wyoming_fasttts.backends.alignment import alignment, frame_counts
     from wyoming_fasttts.backends.onnxruntime import cuda_providers, pad_tokens, session_options
-    from wyoming_fasttts.model.alignment import alignment, frame_counts
-    from wyoming_fasttts.model.dequantize import dequantize
-    from wyoming_fasttts.model.graphs import ensure_graphs
-    from wyoming_fasttts.model.trt_fixes import fix_for_tensorrt
+    from wyoming_fasttts.graphs.convert import ensure_graphs
+    from wyoming_fasttts.graphs.dequantize import dequantize
+    from wyoming_fasttts.graphs.trt_fixes import fix_for_tensorrt
 
     items = json.loads(Path(args.inputs).read_text())[: args.items]
     model = Path(args.model)
@@ -154,7 +154,7 @@ def measure(args: argparse.Namespace) -> None:
         import torch
 
         from wyoming_fasttts.assets import ModelAssets
-        from wyoming_fasttts.model.reference import ReferenceModel
+        from wyoming_fasttts.export.reference import ReferenceModel
 
         ref = ReferenceModel(ModelAssets(model, Path(args.vocab), model.parent), device=args.device)
 

@@ -30,14 +30,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wyoming_fasttts.assets import ModelAssets, ensure_assets, load_vocab
-from wyoming_fasttts.bench_report import load_row, md_table, summary_ms
+from wyoming_fasttts.bench.report import load_row, md_table, summary_ms
 from wyoming_fasttts.config import load_settings
 
 SAMPLE_RATE = 24000
 
 
 def prepare(out: Path, voice: str) -> None:
-    from wyoming_fasttts.bench import WELCOME
+    from wyoming_fasttts.bench.run import WELCOME
     from wyoming_fasttts.synthesizer import Synthesizer
     from wyoming_fasttts.voices import VoiceBank
 
@@ -57,7 +57,7 @@ class Eager:
     def __init__(self, model: Path, vocab: Path, items: list[dict], device: str) -> None:
         import torch
 
-        from wyoming_fasttts.model.reference import ReferenceModel
+        from wyoming_fasttts.export.reference import ReferenceModel
 
         self.torch, self.device = torch, device
         self.model = ReferenceModel(ModelAssets(model, vocab, model.parent), device=device)
@@ -87,8 +87,8 @@ def _row(latencies_s: list[float], audio_s: list[float]) -> dict:
 
 async def _with_server(args: argparse.Namespace, eager: Eager, text: str, report: dict) -> None:
     """Our server in this process; one-shot requests alternate with eager runs, then the load levels."""
-    from wyoming_fasttts.bench_load import load, one
-    from wyoming_fasttts.bench_servers import free_port
+    from wyoming_fasttts.bench.load import load, one
+    from wyoming_fasttts.bench.servers import free_port
     from wyoming_fasttts.server.app import build_runtime, start_wyoming
     from wyoming_fasttts.watchdog import Nvml
 

@@ -1,4 +1,11 @@
-"""Shared fixtures: one real server process (the console entry point, the real model) per test session."""
+"""Shared fixtures (one real server process per session: the console entry point, the real model) and the tiers.
+
+Every test lives in a tier directory and gets that tier's marker, so ``-m unit`` (or a directory) selects
+a tier: ``unit`` (no torch, no TensorRT, no model; seconds), ``integration`` (real server, real model),
+``peers`` (the real clients users run against our server), ``model`` (graph export and conversion, torch),
+``gpu_fakes`` (the TensorRT engine code against fakes and CPU-built plans), ``hostile`` (hostile and careless
+clients against a real server of their own with small limits).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +22,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).parent))
+TESTS = Path(__file__).parent
+TIERS = ("unit", "integration", "peers", "model", "gpu_fakes", "hostile")
+sys.path.insert(0, str(TESTS))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its directory's tier; a test outside every tier is an error, not a silent pass."""
+    for item in items:
+        tier = item.path.relative_to(TESTS).parts[0]
+        if tier not in TIERS:
+            raise pytest.UsageError(f"{item.nodeid}: tests belong in a tier directory ({', '.join(TIERS)})")
+        item.add_marker(getattr(pytest.mark, tier))
 
 
 def free_port() -> int:

@@ -7,8 +7,8 @@ import wave
 
 import numpy as np
 
-from .backends.base import SAMPLE_RATE
 from .config import AudioSettings
+from .core import SAMPLE_RATE
 
 SAMPLE_WIDTH = 2
 CHANNELS = 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from .backends.base import AllocationError, EngineError
+from .core import AllocationError, EngineError
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 

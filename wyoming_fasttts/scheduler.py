@@ -20,8 +20,9 @@ from typing import Protocol
 
 import numpy as np
 
-from .backends.base import SAMPLE_RATE, AllocationError, Engine, SynthesisItem
+from .backends.base import Engine
 from .config import SchedulerSettings
+from .core import SAMPLE_RATE, AllocationError, SynthesisItem
 
 _LOGGER = logging.getLogger(__name__)
 

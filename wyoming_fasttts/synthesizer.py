@@ -18,8 +18,8 @@ import numpy as np
 
 from . import text
 from .audio import to_pcm16, trim_silence
-from .backends.base import EngineError, SynthesisItem
 from .config import Settings
+from .core import EngineError, SynthesisItem
 from .scheduler import BusyError, Scheduler
 from .voices import UnknownVoiceError, VoiceBank
 

@@ -32,9 +32,10 @@ from dataclasses import dataclass
 
 from .assets import ModelAssets
 from .backends import create_engine
-from .backends.base import AllocationError, Engine
+from .backends.base import Engine
 from .backends.memory import process_rss_bytes
 from .config import Settings, WatchdogSettings
+from .core import AllocationError
 from .metrics import Metrics
 from .scheduler import Scheduler
 

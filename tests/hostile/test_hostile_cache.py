@@ -18,11 +18,9 @@ import pytest
 from conftest import start_server, stop_server
 
 from wyoming_fasttts.config import load_settings
-from wyoming_fasttts.model import cache
-from wyoming_fasttts.model.cache import build_once, changed_files
-from wyoming_fasttts.model.graphs import pipeline_key
-
-pytestmark = pytest.mark.hostile
+from wyoming_fasttts.graphs import cache
+from wyoming_fasttts.graphs.cache import build_once, changed_files
+from wyoming_fasttts.graphs.convert import pipeline_key
 
 SENTENCE = "欢迎使用语音合成系统。"
 

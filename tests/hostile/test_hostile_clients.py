@@ -29,8 +29,6 @@ from wyoming.event import Event, async_read_event, async_write_event
 
 from wyoming_fasttts.client import say
 
-pytestmark = pytest.mark.hostile
-
 SENTENCE = "欢迎使用语音合成系统。"
 LONG = "今天天气很好，我们一起去公园散步吧。" * 8  # about 8 sentences, ~30 s of audio
 MAX_TEXT = 500

@@ -18,10 +18,10 @@ import pytest
 
 from wyoming_fasttts.assets import ensure_assets, load_vocab
 from wyoming_fasttts.backends.base import SynthesisItem
+from wyoming_fasttts.backends.batching import STAGE1_INPUTS, STAGE2_INPUTS, stage1_feeds, stage2_feeds, unpad_audio
 from wyoming_fasttts.config import load_settings
-from wyoming_fasttts.model.batching import STAGE1_INPUTS, STAGE2_INPUTS, stage1_feeds, stage2_feeds, unpad_audio
-from wyoming_fasttts.model.export import ensure_batched_graphs
-from wyoming_fasttts.model.parity import mel_distance_db
+from wyoming_fasttts.doctor.parity import mel_distance_db
+from wyoming_fasttts.graphs.batched import ensure_batched_graphs
 from wyoming_fasttts.text.g2p import phonemize
 from wyoming_fasttts.text.normalize import normalize
 
@@ -115,7 +115,7 @@ def test_padded_rows_equal_rows_alone(setup, tail_frames: int) -> None:
 
 def test_batched_graph_matches_reference(setup) -> None:
     """The exported graph computes the reference model (not only itself consistently)."""
-    from wyoming_fasttts.model.reference import ReferenceModel
+    from wyoming_fasttts.export.reference import ReferenceModel
 
     _, assets, _, sessions, items = setup
     reference = ReferenceModel(assets)

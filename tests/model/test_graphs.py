@@ -15,11 +15,11 @@ import onnxruntime as ort
 import pytest
 
 from wyoming_fasttts.assets import ensure_assets, load_vocab
+from wyoming_fasttts.backends.alignment import SAMPLES_PER_FRAME, alignment, frame_counts
 from wyoming_fasttts.config import load_settings
-from wyoming_fasttts.model.alignment import SAMPLES_PER_FRAME, alignment, frame_counts
-from wyoming_fasttts.model.graphs import GraphSet, ensure_graphs, verify
-from wyoming_fasttts.model.graphs import _load as load_cached
-from wyoming_fasttts.model.parity import mel_distance_db
+from wyoming_fasttts.doctor.parity import mel_distance_db
+from wyoming_fasttts.graphs.convert import GraphSet, ensure_graphs, verify
+from wyoming_fasttts.graphs.convert import _load as load_cached
 from wyoming_fasttts.text.g2p import phonemize
 from wyoming_fasttts.text.normalize import normalize
 

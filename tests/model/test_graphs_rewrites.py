@@ -8,9 +8,9 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from wyoming_fasttts.model.alignment import SAMPLES_PER_FRAME, alignment, frame_counts
-from wyoming_fasttts.model.stft_conv import stft_as_conv
-from wyoming_fasttts.model.trt_fixes import fix_for_tensorrt
+from wyoming_fasttts.backends.alignment import SAMPLES_PER_FRAME, alignment, frame_counts
+from wyoming_fasttts.graphs.stft_conv import stft_as_conv
+from wyoming_fasttts.graphs.trt_fixes import fix_for_tensorrt
 
 
 def _resize_model(scale: float, mode: str, transform: str) -> onnx.ModelProto:

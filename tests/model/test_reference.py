@@ -19,8 +19,8 @@ if importlib.util.find_spec("kokoro") is None:  # not imported: its __init__ pul
 
 from wyoming_fasttts.assets import ensure_assets, load_vocab
 from wyoming_fasttts.config import load_settings
-from wyoming_fasttts.model.parity import mel_distance_db
-from wyoming_fasttts.model.reference import ReferenceModel
+from wyoming_fasttts.doctor.parity import mel_distance_db
+from wyoming_fasttts.export.reference import ReferenceModel
 from wyoming_fasttts.text.g2p import phonemize
 from wyoming_fasttts.text.normalize import normalize
 

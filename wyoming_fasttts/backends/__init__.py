@@ -6,7 +6,8 @@ import logging
 
 from ..assets import ModelAssets
 from ..config import Settings
-from .base import Engine, EngineError
+from ..core import EngineError
+from .base import Engine
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -13,19 +13,10 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-SAMPLE_RATE = 24000
+# The errors an engine raises and the items it runs are part of its contract; they live in the leaf module.
+from ..core import AllocationError, EngineError, SynthesisItem
 
-
-@dataclass(frozen=True)
-class SynthesisItem:
-    """One sentence for the model: ids without the boundary pads, the voice's style row, the speed."""
-
-    ids: np.ndarray
-    style: np.ndarray
-    speed: float = 1.0
-
-    def __len__(self) -> int:
-        return len(self.ids)
+__all__ = ["AllocationError", "Engine", "EngineError", "EngineMemory", "SynthesisItem"]
 
 
 @dataclass
@@ -39,14 +30,6 @@ class EngineMemory:
     device_free_bytes: int | None = None
     device_total_bytes: int | None = None
     extra: dict[str, float] = field(default_factory=dict)
-
-
-class EngineError(RuntimeError):
-    """An engine could not be created or run; the message is meant for the user."""
-
-
-class AllocationError(EngineError):
-    """The engine could not get the memory it needed; the watchdog counts these."""
 
 
 @runtime_checkable

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import AllocationError, EngineError
+from ..core import AllocationError, EngineError
 
 ALIGNMENT = 256
 """TensorRT wants 256-byte aligned device memory for contexts and tensors."""

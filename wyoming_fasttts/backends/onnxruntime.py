@@ -1,7 +1,7 @@
 """ONNX Runtime engine: the CPU path every machine has, ONNX Runtime CUDA where TensorRT is not installed,
 and the reference the TensorRT engines are checked against.
 
-It runs the two stage graphs with the same host step as TensorRT (``model.alignment``), so the silent
+It runs the two stage graphs with the same host step as TensorRT (``alignment``), so the silent
 edges are capped before the vocoder runs: on the CPU that removes ~20-40% of the work per sentence. The CPU
 uses the int8 stages (its fast kernels); CUDA uses the float stages, the graphs TensorRT builds from.
 One resident session per stage serves every slot: ``InferenceSession.run`` is thread-safe, so concurrent
@@ -24,9 +24,10 @@ import onnxruntime as ort
 
 from ..assets import ModelAssets
 from ..config import Settings
-from ..model.alignment import alignment, frame_counts
-from ..model.batching import stage1_feeds, stage2_feeds, unpad_audio
-from .base import EngineError, EngineMemory, SynthesisItem
+from ..core import EngineError, SynthesisItem
+from .alignment import alignment, frame_counts
+from .base import EngineMemory
+from .batching import stage1_feeds, stage2_feeds, unpad_audio
 from .memory import process_rss_bytes
 
 _LOGGER = logging.getLogger(__name__)
@@ -154,7 +155,7 @@ class OnnxRuntimeEngine:
 
 
 class BatchedOnnxRuntimeEngine(OnnxRuntimeEngine):
-    """The batched graphs (``model.export``): one stage-1 and one stage-2 call for a whole padded batch.
+    """The batched graphs (``graphs.batched``): one stage-1 and one stage-2 call for a whole padded batch.
 
     Each row gives what the sentence gives alone (masks, per-row lengths); the scheduler groups sentences
     of similar length so the padding, which stage 2 pays for in frames, stays small.
@@ -203,7 +204,7 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
         if batched is not None:
             return BatchedOnnxRuntimeEngine(batched.stage1, batched.stage2,
                                             max_batch=settings.scheduler.max_batch, **common)
-    from ..model.graphs import ensure_graphs
+    from ..graphs.convert import ensure_graphs
 
     graphs = ensure_graphs(assets.model, settings.assets.data_path)
     flavour = flavour or ("float" if cuda else "int8")
@@ -212,7 +213,7 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
 
 def _batched_graphs(settings: Settings, assets: ModelAssets, required: bool):
     """The exported batched graphs, or None (logged) where they are not built and ``required`` is off."""
-    from ..model.export import ExportError, ensure_batched_graphs
+    from ..graphs.batched import ExportError, ensure_batched_graphs
 
     try:
         return ensure_batched_graphs(assets, settings.assets.data_path)

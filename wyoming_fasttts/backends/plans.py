@@ -8,8 +8,8 @@ corrupt and rebuilt too. Full TensorRT keeps a timing cache beside the plans, so
 driver or package update is fast; TensorRT-RTX has no timing cache (it compiles kernels on the GPU at
 first run and keeps those in a runtime cache, which the runtime stores beside the plans).
 
-Two sets of graphs can be built: the batch-1 stage graphs (``model.graphs``) and the batched ones
-(``model.export``), chosen by ``engine.batched`` (anything but ``never`` means batched on a GPU). A batched
+Two sets of graphs can be built: the batch-1 stage graphs (``graphs.convert``) and the batched ones
+(``graphs.batched``), chosen by ``engine.batched`` (anything but ``never`` means batched on a GPU). A batched
 stage-2 plan carries several optimisation profiles, each a (rows, frames) pair with rows x frames at most
 ``engine.batch_frames``: its activations grow with rows x frames (~0.66 MB each), so one profile spanning
 16 rows and 1024 frames would need ~11 GB, while these share one ~1.35 GB scratch (docs/TENSORRT.md).
@@ -19,7 +19,6 @@ This module is also the ``build-engine`` command.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import logging
@@ -34,9 +33,9 @@ from typing import Any
 
 from ..assets import ModelAssets
 from ..config import Settings
-from ..model.graphs import STAGES, GraphSet
-from ..model.split import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS
-from .base import EngineError
+from ..core import EngineError
+from ..graphs.convert import STAGES, GraphSet
+from .batching import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS
 from .cuda import probe_gpu
 
 _LOGGER = logging.getLogger(__name__)
@@ -364,8 +363,8 @@ def batch1_stage_graphs(graphs: GraphSet) -> StageGraphs:
 def gpu_stage_graphs(settings: Settings, assets: ModelAssets) -> StageGraphs:
     """The batched graphs unless ``engine.batched`` is ``never``; under ``auto`` the batch-1 graphs when the
     batched ones are not exported yet and cannot be here (no torch), with a warning; ``always`` insists."""
-    from ..model.export import ExportError, ensure_batched_graphs
-    from ..model.graphs import ensure_graphs
+    from ..graphs.batched import ExportError, ensure_batched_graphs
+    from ..graphs.convert import ensure_graphs
 
     mode = settings.engine.batched
     if mode != "never":
@@ -412,62 +411,3 @@ def ensure_plans(settings: Settings, graphs: StageGraphs, backend: str, *, max_f
         record = cache.store(key, data, time.monotonic() - started, stats)
         plans[stage] = Plan(key, data, record, built=True)
     return plans
-
-
-# ---- build-engine command ----------------------------------------------------------------------------
-
-
-def add_build_engine_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--backend", choices=sorted(TENSORRT_BACKENDS),
-                        help="TensorRT flavour (default: --engine if it names one, else tensorrt-rtx)")
-    parser.add_argument("--precision", choices=["fp32", "fp16"], help="stage-2 precision (default: config)")
-    parser.add_argument("--max-frames", type=int, help="stage-2 profile maximum, 25 ms each (default: config)")
-    parser.add_argument("--batched", choices=["auto", "always", "never"],
-                        help="batched plans (auto, always) or batch-1 plans (never); default: engine.batched")
-    parser.add_argument("--compute-capability", help="build for this GPU architecture, e.g. 8.6 (TensorRT-RTX)")
-    parser.add_argument("--force", action="store_true", help="rebuild even when valid plans are cached")
-
-
-def _mb(value: int | None) -> str:
-    return "?" if value is None else f"{value / 1e6:.1f}"
-
-
-def build_engine_command(args: argparse.Namespace, settings: Settings) -> int:
-    """Convert the graphs if needed, then build (or confirm) both plans and print what they need."""
-    from ..assets import AssetError, ensure_assets
-    from ..model.graphs import GraphError
-
-    backend = args.backend or (settings.engine.backend if settings.engine.backend in TENSORRT_BACKENDS
-                               else "tensorrt-rtx")
-    if args.precision:
-        settings.engine.precision = args.precision
-    if args.compute_capability:
-        settings.engine.compute_capability = args.compute_capability
-    if args.max_frames:
-        settings.engine.max_frames = args.max_frames
-    if args.batched:
-        settings.engine.batched = args.batched
-    try:
-        assets = ensure_assets(settings.assets, voices=[])
-        graphs = gpu_stage_graphs(settings, assets)
-        plans = ensure_plans(settings, graphs, backend, rebuild=args.force)
-    except (AssetError, GraphError, EngineError) as err:
-        print(f"build-engine: {err}", file=sys.stderr)
-        return 1
-    kind = "batched" if graphs.batched else "batch-1"
-    print(f"{backend} {kind} plans in {settings.engine.engine_dir} (graphs {graphs.paths['stage1'].parent.name}):")
-    print(f"  {'stage':7} {'plan MB':>8} {'weights MB':>11} {'activations MB':>15} {'build s':>8}  file")
-    for stage, plan in plans.items():
-        r = plan.record
-        state = "built" if plan.built else "cached"
-        print(f"  {stage:7} {_mb(r.plan_bytes):>8} {_mb(r.weights_bytes):>11} {_mb(r.activation_bytes):>15} "
-              f"{r.build_seconds:>8.1f}  {plan.key.filename} ({state})")
-    if graphs.batched:
-        shapes = batch_shapes(settings.scheduler.max_batch, settings.engine.max_frames, settings.engine.batch_frames)
-        print("  stage-2 profiles (rows x frames): " + ", ".join(f"{b} x {f}" for b, f in shapes))
-    return 0
-
-
-# The CLI (``__main__``) looks subcommand modules up by these two names.
-add_arguments = add_build_engine_arguments
-run = build_engine_command

@@ -26,9 +26,10 @@ import numpy as np
 
 from ..assets import ModelAssets
 from ..config import Settings
-from ..model.alignment import SAMPLES_PER_FRAME, alignment, frame_counts
-from ..model.split import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS
-from .base import EngineError, EngineMemory, SynthesisItem
+from ..core import EngineError, SynthesisItem
+from .alignment import SAMPLES_PER_FRAME, alignment, frame_counts
+from .base import EngineMemory
+from .batching import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS
 from .cuda import Cuda
 from .memory import process_rss_bytes
 from .plans import Plan, import_tensorrt

@@ -6,7 +6,7 @@ Stage 2's scratch grows with rows x frames, so its plan has several profiles (``
 after stage 1, so the batch is grouped then: longest row first, each call on the profile that holds that
 row and takes the most rows; a batch of short sentences is one call, a long one next to short ones two.
 Each group's rows of d and t_en are gathered on the GPU (device-to-device copies) into stage 2's inputs;
-only durations, alignment, audio and lengths cross the bus. Host steps are ``model.batching``'s, as on the
+only durations, alignment, audio and lengths cross the bus. Host steps are ``batching``'s, as on the
 ONNX Runtime path, so every engine pads, aligns and unpads alike.
 """
 
@@ -19,10 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from ..model.alignment import SAMPLES_PER_FRAME, frame_counts
-from ..model.batching import stage1_feeds, stage2_feeds, unpad_audio
-from ..model.split import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS
-from .base import EngineError, SynthesisItem
+from ..core import EngineError, SynthesisItem
+from .alignment import SAMPLES_PER_FRAME, frame_counts
+from .batching import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS, stage1_feeds, stage2_feeds, unpad_audio
 from .cuda import Cuda
 from .plans import PlanKey
 from .trt_lane import Lane

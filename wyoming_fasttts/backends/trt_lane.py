@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import EngineError
+from ..core import EngineError
 from .cuda import Cuda, arena_layout
 
 SCRATCH = "scratch"

@@ -28,8 +28,8 @@ from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, Synthesize
 
 from .. import __version__
 from ..audio import CHANNELS, SAMPLE_WIDTH, pcm_chunks
-from ..backends.base import SAMPLE_RATE
 from ..config import LimitSettings
+from ..core import SAMPLE_RATE
 from ..scheduler import BusyError
 from ..synthesizer import Speech, SpeechCancelled, Synthesizer, TextError, error_code
 from ..text import SentenceBuffer

@@ -1,4 +1,4 @@
-"""Scoring a front end on an evaluation set (``tests/text/data/eval.tsv``): share of sentences exactly right.
+"""Scoring a front end on an evaluation set (``tests/unit/text/data/eval.tsv``): share of sentences exactly right.
 
 Shared by the test suite (our own scores) and ``benchmarks/frontend_compare.py`` (the baselines), so both
 read the set and count a hit the same way.

@@ -1,0 +1,48 @@
+"""The runtime stays light: the server, the engines and ``say`` import no torch, and ``say`` no onnx or zeroconf.
+
+Each check runs in a fresh interpreter, so what another test imported cannot hide what a module pulls in.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def _imported_after(statements: str) -> set[str]:
+    code = f"import json, sys\n{statements}\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    return set(json.loads(out))
+
+
+def _packages(modules: set[str]) -> set[str]:
+    return {name.split(".")[0] for name in modules}
+
+
+def test_say_imports_no_engine_graph_tool_or_mdns() -> None:
+    loaded = _imported_after("from wyoming_fasttts.__main__ import build_parser\n"
+                             "build_parser('say')\nimport wyoming_fasttts.client")
+    assert not _packages(loaded) & {"torch", "onnx", "onnxruntime", "zeroconf", "tensorrt_rtx"}
+
+
+def test_every_runtime_module_imports_without_torch() -> None:
+    """Walks the whole package except ``export`` (torch by design, the ``export`` extra)."""
+    loaded = _imported_after(
+        "import importlib, pkgutil, wyoming_fasttts\n"
+        "for m in pkgutil.walk_packages(wyoming_fasttts.__path__, 'wyoming_fasttts.'):\n"
+        "    if not m.name.startswith('wyoming_fasttts.export'):\n"
+        "        importlib.import_module(m.name)")
+    assert not _packages(loaded) & {"torch", "kokoro"}
+
+
+@pytest.mark.parametrize("module", ["wyoming_fasttts.server.app", "wyoming_fasttts.backends.onnxruntime"])
+def test_the_server_path_imports_no_mdns_or_graph_tooling(module: str) -> None:
+    assert not _packages(_imported_after(f"import {module}")) & {"torch", "onnx", "zeroconf"}
+
+
+def test_the_core_types_are_a_leaf() -> None:
+    loaded = _imported_after("import wyoming_fasttts.core")
+    assert {m for m in loaded if m.startswith("wyoming_fasttts")} == {"wyoming_fasttts", "wyoming_fasttts.core"}

@@ -1,0 +1,1 @@
+"""``wyoming-fasttts bench``: our server against the plain baseline server (``baseline_server``), both started here."""

@@ -1,0 +1,110 @@
+"""What the benchmark asks of a server, through the real Wyoming client (``client.say``), one connection
+per request as Home Assistant does it.
+
+Servers compared in one run are measured interleaved wherever they are measured one request at a time, so
+that whatever else the machine is doing slows both alike and the ratios stay meaningful.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from ..client import say
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One request: when it started and ended (perf_counter), first audio after start, seconds of audio."""
+
+    start: float
+    end: float
+    first_audio_s: float
+    audio_s: float
+    cycles: int
+
+    @property
+    def latency_s(self) -> float:
+        return self.end - self.start
+
+    @property
+    def rtf(self) -> float:
+        """Real-time factor: time to synthesise over the duration of the audio returned."""
+        return self.latency_s / self.audio_s
+
+
+async def one(uri: str, text: str, stream: bool = False) -> Sample:
+    start = time.perf_counter()
+    reply = await say(uri, text, stream=stream)
+    end = time.perf_counter()
+    if not reply.pcm or reply.first_audio_s is None:
+        raise RuntimeError(f"{uri} returned no audio for {text!r}")
+    return Sample(start, end, reply.first_audio_s, reply.seconds, reply.cycles)
+
+
+async def sequential(uris: dict[str, str], text: str, runs: int) -> dict[str, list[Sample]]:
+    """``runs`` one-shot requests per server, one at a time, alternating servers (ABAB...)."""
+    out: dict[str, list[Sample]] = {name: [] for name in uris}
+    for _ in range(runs):
+        for name, uri in uris.items():
+            out[name].append(await one(uri, text))
+    return out
+
+
+@dataclass
+class LoadResult:
+    """Timed samples of one level, and the requests that ended inside the timed window(s)."""
+
+    clients: int
+    samples: list[Sample]
+    finished: int
+    window_s: float
+
+    @property
+    def qps(self) -> float:
+        return self.finished / self.window_s
+
+    def __add__(self, other: LoadResult) -> LoadResult:
+        """Pool two passes at the same level (run apart, so their windows add up)."""
+        return LoadResult(self.clients, self.samples + other.samples, self.finished + other.finished,
+                          self.window_s + other.window_s)
+
+
+async def load(uri: str, text: str, clients: int, requests: int) -> LoadResult:
+    """``clients`` closed-loop clients share ``requests`` timed one-shot requests.
+
+    Each client first sends one untimed request: they all arrive at once, and what is measured after that is
+    the steady state, every request queued behind the others' (a burst from idle would report its own
+    ramp, not the server's behaviour under load). QPS counts every request that ends inside the timed window.
+    """
+    remaining = requests
+    timed: list[Sample] = []
+    ends: list[float] = []
+
+    async def client() -> None:
+        nonlocal remaining
+        ends.append((await one(uri, text)).end)
+        while remaining > 0:
+            remaining -= 1
+            sample = await one(uri, text)
+            timed.append(sample)
+            ends.append(sample.end)
+
+    await asyncio.gather(*(client() for _ in range(clients)))
+    window_start = min(s.start for s in timed)
+    window_end = max(ends)
+    finished = sum(1 for end in ends if end > window_start)
+    return LoadResult(clients, timed, finished, window_end - window_start)
+
+
+async def first_audio(uris: dict[str, str], texts: dict[str, str], rounds: int) -> dict[str, dict[str, list[Sample]]]:
+    """Per server, per ``text-name/mode``: one-shot and streamed requests, interleaved across servers."""
+    out: dict[str, dict[str, list[Sample]]] = {name: {} for name in uris}
+    for _ in range(rounds):
+        for label, text in texts.items():
+            for stream in (False, True):
+                key = f"{label}/{'streaming' if stream else 'one-shot'}"
+                for name, uri in uris.items():
+                    out[name].setdefault(key, []).append(await one(uri, text, stream))
+    return out

@@ -1,0 +1,33 @@
+"""Shared types every layer uses: the sample rate, a sentence for the model, the engine errors.
+
+A leaf: it imports nothing from the package, so text, engines, graphs, the scheduler and the server can all
+import it without an import cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SAMPLE_RATE = 24000
+
+
+@dataclass(frozen=True)
+class SynthesisItem:
+    """One sentence for the model: ids without the boundary pads, the voice's style row, the speed."""
+
+    ids: np.ndarray
+    style: np.ndarray
+    speed: float = 1.0
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+class EngineError(RuntimeError):
+    """An engine could not be created or run; the message is meant for the user."""
+
+
+class AllocationError(EngineError):
+    """The engine could not get the memory it needed; the watchdog counts these."""

@@ -1,0 +1,1 @@
+"""``wyoming-fasttts doctor``: environment checks, then parity and latency of the GPU engine against the CPU."""

@@ -1,0 +1,116 @@
+"""Batched Kokoro graphs: the on-disk cache, filled once by ``export.batched`` (torch) and read by the engines.
+
+The shipped export fixes the batch at 1 (squeezed audio, batch-0 gathers, LSTMs without lengths, no
+masks), so it cannot be patched into a batched one. ``reference.BatchedDurations`` / ``BatchedVocoder``
+compute every padded row exactly as the row alone; ``export.batched`` exports them as two graphs with the same
+cut as the batch-1 stage graphs (``split``): stage 1 (text -> durations, features), a host step that turns
+each row's durations into its alignment, stage 2 (alignment -> audio). The cut keeps every shape set by
+an input (TensorRT profiles over B, T and F; no data-dependent output size), and it is where the host
+caps the trailing silent token before the vocoder spends time on it.
+
+Feeding a batch at run time is ``batching``'s job (numpy only; torch is needed just to export, once).
+
+Export: ``python -m wyoming_fasttts.graphs.batched [--data-dir DIR]`` or ``ensure_batched_graphs``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..assets import ModelAssets, sha256_of
+from .cache import build_once, changed_files
+
+_LOGGER = logging.getLogger(__name__)
+_MANIFEST = "manifest.json"
+
+
+class ExportError(RuntimeError):
+    """The batched graphs could not be produced; the message is meant for the user."""
+
+
+@dataclass(frozen=True)
+class BatchedGraphs:
+    directory: Path
+    stage1: Path
+    stage2: Path
+
+
+def cache_key(model_path: Path) -> str:
+    """Hash of the model's bytes and of the code that builds the graphs from it."""
+    package = Path(__file__).parents[1]
+    digest = hashlib.sha256(sha256_of(model_path).encode())
+    for source in (package / "export" / "batched.py", package / "export" / "reference.py",
+                   Path(__file__).with_name("dequantize.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:20]
+
+
+def _cached(directory: Path, key: str) -> BatchedGraphs | None:
+    try:
+        manifest = json.loads((directory / _MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    paths = {stage: directory / entry["file"] for stage, entry in manifest.get("stages", {}).items()}
+    if manifest.get("key") != key or set(paths) != {"stage1", "stage2"}:
+        return None
+    if any(not p.is_file() or p.stat().st_size != manifest["stages"][s]["bytes"] for s, p in paths.items()):
+        return None
+    changed = changed_files(directory, {entry["file"]: entry["sha256"] for entry in manifest["stages"].values()})
+    if changed:
+        _LOGGER.warning("cached batched graphs in %s changed since export (%s): exporting again",
+                        directory, ", ".join(changed))
+        return None
+    return BatchedGraphs(directory, paths["stage1"], paths["stage2"])
+
+
+def ensure_batched_graphs(assets: ModelAssets, data_path: Path) -> BatchedGraphs:
+    """The batched graphs for ``assets.model`` in ``data_path/graphs/batched-<key>``, exported on first use.
+
+    Exporting needs the ``export`` extra (torch, kokoro); a server without it only ever reads the cache.
+    """
+    key = cache_key(assets.model)
+    directory = data_path / "graphs" / f"batched-{key}"
+    result = build_once(directory, lambda d: _cached(d, key), lambda tmp: _export_into(assets, tmp, key))
+    if result is None:
+        raise ExportError(f"batched graph cache {directory} is incomplete after export")
+    return result
+
+
+def _export_into(assets: ModelAssets, tmp: Path, key: str) -> None:
+    try:
+        from ..export.batched import export_batched
+
+        files = export_batched(assets, tmp)
+    except ImportError as err:
+        raise ExportError(f"batched graphs are not built yet and cannot be here: {err}. Run "
+                          "'python -m wyoming_fasttts.graphs.batched' where the 'export' extra is installed") from err
+    import torch
+
+    manifest = {"key": key, "source": str(assets.model), "torch": torch.__version__,
+                "stages": {s: {"file": f, "bytes": (tmp / f).stat().st_size, "sha256": sha256_of(tmp / f)}
+                           for s, f in files.items()}}
+    (tmp / _MANIFEST).write_text(json.dumps(manifest, indent=2))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from ..assets import ensure_assets
+    from ..config import load_settings
+
+    parser = argparse.ArgumentParser(description="Export Kokoro's batched stage graphs into the data dir cache.")
+    parser.add_argument("--config", help="a config file (same keys as config.yaml)")
+    parser.add_argument("--data-dir", help="overrides assets.data_dir")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    settings = load_settings(args.config, {"assets.data_dir": args.data_dir})
+    graphs = ensure_batched_graphs(ensure_assets(settings.assets), settings.assets.data_path)
+    print(json.dumps({"stage1": str(graphs.stage1), "stage2": str(graphs.stage2)}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
