@@ -5,6 +5,8 @@ the one-thread pairs), a short sentence timed a few times, then long sentences (
 each) on every session pair at once, then the short sentence again. Without shrinkage every session's arena
 keeps what its longest sentence needed; the issue saw 1.0 -> 1.4-1.7 GiB in the server.
 
+A third process alternates short sentences on an engine with and one without shrinkage, for its cost.
+
     python benchmarks/arena_memory.py            # prints one line per setting, and --out JSON if given
 """
 
@@ -70,17 +72,47 @@ def measure(shrink: bool, repeats: int) -> dict:
             "rss_mib_after_short": round(after_rss), "long_pieces": len(long), "slots": engine.slots}
 
 
+def latency_ab(repeats: int) -> dict:
+    """Short-sentence latency with shrinkage on and off, alternated run by run in one process, so a machine
+    whose load drifts weighs on both alike (RSS is not comparable here: both engines share the process)."""
+    from wyoming_fasttts.assets import ensure_assets, load_vocab
+    from wyoming_fasttts.backends.base import SynthesisItem
+    from wyoming_fasttts.backends.onnxruntime import create_onnxruntime_engine
+    from wyoming_fasttts.config import load_settings
+    from wyoming_fasttts.synthesizer import Synthesizer
+    from wyoming_fasttts.voices import VoiceBank
+
+    settings = {s: load_settings(overrides={"engine.arena_shrinkage": s}) for s in (False, True)}
+    assets = ensure_assets(settings[True].assets)
+    voices = VoiceBank(assets)
+    synth = Synthesizer(settings[True], voices, load_vocab(assets.vocab), scheduler=None)
+    short = [SynthesisItem(s.ids, voices.style(settings[True].voice.default, len(s.ids)))
+             for s in synth.sentences(SHORT, first=False)]
+    engines = {s: create_onnxruntime_engine(settings[s], assets) for s in (False, True)}
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for engine in engines.values():
+        engine.warmup()
+    for _ in range(repeats):
+        for shrink, engine in engines.items():
+            started = time.perf_counter()
+            engine.run(short)
+            times[shrink].append(time.perf_counter() - started)
+    off, on = statistics.median(times[False]) * 1000, statistics.median(times[True]) * 1000
+    return {"short_ms_median_off": round(off, 1), "short_ms_median_on": round(on, 1),
+            "ratio_on_off": round(on / off, 3), "runs_each": repeats}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=8)
     parser.add_argument("--out")
-    parser.add_argument("--one", choices=["on", "off"], help=argparse.SUPPRESS)  # the child process
+    parser.add_argument("--one", choices=["on", "off", "ab"], help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(measure(args.one == "on", args.repeats)))
+        print(json.dumps(latency_ab(args.repeats) if args.one == "ab" else measure(args.one == "on", args.repeats)))
         return
     rows = []
-    for setting in ("off", "on"):
+    for setting in ("off", "on", "ab"):
         out = subprocess.run([sys.executable, __file__, "--one", setting, "--repeats", str(args.repeats)],
                              check=True, capture_output=True, text=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))

@@ -183,7 +183,12 @@ class FastTtsHandler(AsyncEventHandler):
                 await self._dispatch(event)
             finally:
                 watcher.cancel()
-        except (ConnectionError, asyncio.CancelledError):
+        except ConnectionError:
+            return False
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if self.reader.gone.is_set() and task is not None and hasattr(task, "uncancel"):
+                task.uncancel()  # our own watcher's cancel: the connection ends normally, not as cancelled
             return False
         except Exception as err:  # one bad request must never take the connection down
             if error_code(err) == "internal":
