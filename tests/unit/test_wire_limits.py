@@ -54,6 +54,23 @@ def test_malformed_events_are_refused_before_their_lengths_are_read(raw, fatal):
     assert caught.value.fatal == fatal
 
 
+def test_a_text_too_long_is_read_past_and_refused_and_the_next_event_still_reads():
+    big = json.dumps({"text": "好" * LIMITS.max_data_bytes}, ensure_ascii=False).encode()
+    assert LIMITS.max_data_bytes < len(big) < 16 * LIMITS.max_data_bytes
+
+    async def go():
+        reader = PeerReader(LIMITS.max_header_bytes)
+        reader.feed_data(b'{"type": "synthesize", "data_length": %d}\n%s{"type": "describe"}\n' % (len(big), big))
+        reader.feed_eof()
+        with pytest.raises(_MalformedEvent) as caught:
+            await _read_event(reader, LIMITS)
+        return caught.value, await _read_event(reader, LIMITS)
+
+    refused, following = asyncio.run(go())
+    assert (refused.code, refused.fatal) == ("bad-text", False) and "limits.max_data_bytes" in str(refused)
+    assert following.type == "describe"
+
+
 def test_a_well_formed_event_with_data_block_and_small_payload_reads_whole():
     data = json.dumps({"text": "你好"}).encode()
     event = _read(b'{"type": "synthesize", "data": {"voice": {"name": "zf_xiaobei"}}, "data_length": %d, '

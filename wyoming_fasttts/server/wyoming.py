@@ -126,7 +126,8 @@ class FastTtsHandler(AsyncEventHandler):
                 try:
                     event = await self._next_event()
                 except _MalformedEvent as err:
-                    await self._send_error(f"malformed event: {err}", "malformed-event")
+                    text = str(err) if err.code != "malformed-event" else f"malformed event: {err}"
+                    await self._send_error(text, err.code)
                     if err.fatal:
                         await self._linger()
                         break
@@ -340,9 +341,10 @@ def _audio_start() -> Event:
 class _MalformedEvent(ValueError):
     """Input that is not a Wyoming event; ``fatal`` when the rest of the stream can no longer be framed."""
 
-    def __init__(self, message: str, fatal: bool = False) -> None:
+    def __init__(self, message: str, fatal: bool = False, code: str = "malformed-event") -> None:
         super().__init__(message)
         self.fatal = fatal
+        self.code = code
 
 
 _STARTS_A_REQUEST = ("synthesize", "synthesize-start")
@@ -391,6 +393,15 @@ async def _read_event(reader: asyncio.StreamReader, limits: LimitSettings) -> Ev
         raise _MalformedEvent("header must be a JSON object with a 'type' string")
     data_length = _length(header, "data_length", limits.max_data_bytes, "limits.max_data_bytes")
     payload_length = _length(header, "payload_length", limits.max_payload_bytes, "limits.max_payload_bytes")
+    oversize = data_length > limits.max_data_bytes or payload_length > limits.max_payload_bytes
+    if oversize:  # a careless client's long text: read past it without keeping it, refuse, stay in step
+        await _discard(reader, data_length + payload_length)
+        if data_length > limits.max_data_bytes and header["type"] in ("synthesize", "synthesize-chunk"):
+            raise _MalformedEvent(f"text too long: {data_length} bytes of event data; the limit is "
+                                  f"{limits.max_data_bytes} (limits.max_data_bytes)", code="bad-text")
+        raise _MalformedEvent(f"event too large: data {data_length} bytes, payload {payload_length} bytes; "
+                              f"the limits are {limits.max_data_bytes} and {limits.max_payload_bytes} "
+                              "(limits.max_data_bytes, limits.max_payload_bytes)")
     data = header.get("data")
     extra = _parse_json(await reader.readexactly(data_length), limits, "data") if data_length else None
     payload = await reader.readexactly(payload_length) if payload_length else None
@@ -401,6 +412,11 @@ async def _read_event(reader: asyncio.StreamReader, limits: LimitSettings) -> Ev
     return Event(type=header["type"], data={**data, **(extra or {})}, payload=payload)
 
 
+# Lengths up to this many times their limit are read past and refused with the connection kept (a long
+# text by mistake); larger ones are not read at all: the error is sent and the connection closed (a flood).
+_SKIP_FACTOR = 16
+
+
 def _length(header: dict[str, Any], key: str, limit: int, setting: str) -> int:
     """A declared length, checked before a byte of it is read (a wrong one cannot be skipped safely)."""
     value = header.get(key)
@@ -408,9 +424,17 @@ def _length(header: dict[str, Any], key: str, limit: int, setting: str) -> int:
         return 0
     if type(value) is not int or value < 0:
         raise _MalformedEvent(f"{key} must be a non-negative integer, not {value!r:.40}", fatal=True)
-    if value > limit:
+    if value > _SKIP_FACTOR * limit:
         raise _MalformedEvent(f"{key} {value} is over the limit of {limit} bytes ({setting})", fatal=True)
     return value
+
+
+async def _discard(reader: asyncio.StreamReader, count: int) -> None:
+    while count > 0:
+        chunk = await reader.read(min(count, 65536))
+        if not chunk:
+            raise asyncio.IncompleteReadError(b"", count)
+        count -= len(chunk)
 
 
 def _parse_json(raw: bytes, limits: LimitSettings, what: str) -> Any:
