@@ -484,6 +484,9 @@ def test_sighup_and_sigusr1_mid_reply_neither_kill_nor_cut_it(target):
     assert b"".join(e.payload or b"" for e in events if e.type == "audio-chunk") == expected
     _wait_for(lambda: "SIGUSR1:" in target.server.log_text() and "SIGHUP" in target.server.log_text(), 10,
               "signals were not handled")
+    # the SIGHUP reload ends (a new engine, or a logged refusal): the check below then hears the new engine
+    _wait_for(lambda: _metric(target, 'fasttts_engine_reloads_total{trigger="signal"}') == 1
+              or "SIGHUP: no reload" in target.server.log_text(), 180, "the SIGHUP reload did not finish")
     assert_healthy(target)
 
 

@@ -50,10 +50,9 @@ def session_options(threads: int, spin: bool = True) -> ort.SessionOptions:
 def run_options(shrink_arena: bool) -> ort.RunOptions:
     """Run options that hand the CPU arena's unused chunks back after each run (``engine.arena_shrinkage``).
 
-    Without it, each session's arena keeps what its longest sentence needed: one process went from 0.78 to
-    1.95 GiB RSS after two long sentences on each of its session pairs and never came down, so the
-    watchdog's memory rule saw growth that was only arenas. With it: 0.44 -> 0.54 GiB, and the latency of a
-    normal sentence unchanged within noise (/tmp measurement, 2-core CPU, 2026-12-01; see docs/OPERATIONS.md).
+    Without it, each session's arena keeps what its longest sentence needed, for good, and the watchdog's
+    memory rule sees arenas instead of degradation: 947 -> 1333 MiB after one long sentence per slot, against
+    594 -> 657 MiB with it, at no measurable latency cost (``benchmarks/arena_memory.py``, docs/OPERATIONS.md).
     """
     options = ort.RunOptions()
     if shrink_arena:
