@@ -514,9 +514,7 @@ class Peers:
         return None
 
     def leave(self, peer: str) -> None:
-        self.connections[peer] -= 1
-        if self.connections[peer] <= 0:
-            del self.connections[peer]
+        self.connections -= Counter({peer: 1})  # Counter subtraction drops entries that reach zero
 
     def claim_request(self, peer: str) -> bool:
         if self.requests[peer] >= self.limits.max_requests_per_peer:
@@ -526,9 +524,7 @@ class Peers:
         return True
 
     def release_request(self, peer: str) -> None:
-        self.requests[peer] -= 1
-        if self.requests[peer] <= 0:
-            del self.requests[peer]
+        self.requests -= Counter({peer: 1})
 
 
 async def serve_wyoming(uri: str, info: Info, synth: Synthesizer, requests: Requests) -> asyncio.AbstractServer:
