@@ -528,7 +528,12 @@ class Peers:
 
 
 async def serve_wyoming(uri: str, info: Info, synth: Synthesizer, requests: Requests) -> asyncio.AbstractServer:
-    """Listen on ``tcp://HOST:PORT`` or ``unix://PATH``; each connection gets a bounded reader and a handler."""
+    """Listen on ``tcp://HOST:PORT`` or ``unix://PATH``; each connection gets a bounded reader and a handler.
+
+    The handler is wyoming's ``AsyncEventHandler``; the listener is not wyoming's ``AsyncServer``, which
+    gives every connection asyncio's default reader (no header limit of ours, no way to tell that the peer
+    left without reading) and admits any number of connections.
+    """
     limits = synth.settings.limits
     peers = Peers(limits)
     loop = asyncio.get_running_loop()
