@@ -1,5 +1,6 @@
 """Score wetext, cn2an, pypinyin, misaki's legacy G2P and our front end on the text evaluation sets.
 
+    pip install wetext==0.1.8 cn2an==0.5.24     # the compared normalisers; not dependencies of the server
     python benchmarks/frontend_compare.py [SET.tsv ...]   (default: eval, holdout, holdout2, holdout3)
 
 Every normaliser's output goes through the same punctuation clean-up (``clean_marks``), so the table

@@ -85,20 +85,49 @@ def _row(latencies_s: list[float], audio_s: list[float]) -> dict:
     return row
 
 
+EAR_TEXTS = ["欢迎使用语音合成系统", "今天天气很好，我们一起去公园散步吧。", "客厅温度二十三度，湿度百分之四十五。",
+             "好的，已经为您打开客厅的灯。明天北京晴转多云，最高气温十八度。"]
+
+
+async def _wavs(uri: str, out: Path) -> None:
+    """The server's audio for a few sentences, for the Whisper ear (tests/ear.py) on a machine that has it."""
+    from wyoming_fasttts.audio import wav_bytes
+    from wyoming_fasttts.client import say
+
+    out.mkdir(parents=True, exist_ok=True)
+    texts = {}
+    for k, text in enumerate(EAR_TEXTS):
+        reply = await say(uri, text)
+        (out / f"ear{k}.wav").write_bytes(wav_bytes(bytes(reply.pcm), reply.rate))
+        texts[f"ear{k}.wav"] = text
+    (out / "ear.json").write_text(json.dumps(texts, ensure_ascii=False))
+
+
 async def _with_server(args: argparse.Namespace, eager: Eager, text: str, report: dict) -> None:
     """Our server in this process; one-shot requests alternate with eager runs, then the load levels."""
+    from wyoming_fasttts.backends.memory import Nvml
     from wyoming_fasttts.bench.load import load, one
     from wyoming_fasttts.bench.servers import free_port
     from wyoming_fasttts.server.app import build_runtime, start_wyoming
-    from wyoming_fasttts.watchdog import Nvml
 
     uri = f"tcp://127.0.0.1:{free_port()}"
     settings = load_settings(args.config, {"engine.backend": args.engine, "server.uri": uri, "server.http_uri": "",
                                            "assets.data_dir": args.data_dir, "assets.model_path": args.model})
     nvml = Nvml.open(settings.engine.device_id)
+    before = (nvml.read()[3] or 0) if nvml is not None else 0
+    started = time.perf_counter()
     runtime = await build_runtime(settings)
+    report["server_start_s"] = round(time.perf_counter() - started, 1)
+    if nvml is not None:  # what the server added to this process (eager's model and context came before)
+        report["server_gpu_mib"] = round(((nvml.read()[3] or 0) - before) / 2**20, 1)
+        report["before_server_gpu_mib"] = round(before / 2**20, 1)
+    engine = runtime.scheduler.engine
+    report["replay"] = getattr(engine, "replay", None)
+    report["engine_memory"] = {k: v for k, v in vars(engine.memory()).items() if v is not None}
     server = await start_wyoming(runtime)
     try:
+        if args.wavs:
+            await _wavs(uri, Path(args.wavs))
         for _ in range(args.warmup):
             await one(uri, text)
         eager.reset_peak()
@@ -158,6 +187,9 @@ def measure(args: argparse.Namespace) -> None:
                               ["row", "runs", "mean ± std ms", "p50", "p95", "p99", "RTF", "peak alloc MiB"], rows)))
     for row in report.get("load", []):
         print(f"c={row['clients']}: {row['qps']:.1f} QPS, p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms")
+    for key in ("replay", "server_start_s", "server_gpu_mib", "before_server_gpu_mib", "process_gpu_mib"):
+        if key in report:
+            print(f"{key}: {report[key]}")
 
 
 def main() -> None:
@@ -180,6 +212,7 @@ def main() -> None:
     m.add_argument("--concurrency", default="1,4,8,16,32")
     m.add_argument("--requests", type=int, default=256, help="timed requests per level, at least 2 x clients")
     m.add_argument("--out", default="gpu_table.json")
+    m.add_argument("--wavs", help="write the server's audio of a few sentences here (for tests/ear.py)")
     args = parser.parse_args()
     if args.cmd == "prepare":
         prepare(Path(args.out), args.voice)

@@ -31,12 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from wyoming_fasttts.assets import ensure_assets, load_vocab
 from wyoming_fasttts.backends import create_engine
 from wyoming_fasttts.backends.base import Engine, SynthesisItem
-from wyoming_fasttts.backends.memory import process_rss_bytes
+from wyoming_fasttts.backends.memory import Nvml, process_rss_bytes
 from wyoming_fasttts.config import load_settings
 from wyoming_fasttts.metrics import Metrics
 from wyoming_fasttts.scheduler import Scheduler
 from wyoming_fasttts.voices import VoiceBank
-from wyoming_fasttts.watchdog import Detector, Nvml, Watchdog
+from wyoming_fasttts.watchdog import Detector, Watchdog
 
 MIB = 1 << 20
 

@@ -15,3 +15,21 @@ def assert_speech(pcm: bytes, chars: int, rate: int = 24000) -> None:
     assert rms.max() > 0.02, "audio is (nearly) silent"
     loud = rms > 0.1 * rms.max()
     assert 0.3 < loud.mean() < 0.98, f"{loud.mean():.2f} of frames loud: not speech-like"
+
+
+def median_pitch_hz(pcm: bytes, rate: int = 24000) -> float:
+    """Median fundamental frequency of the voiced 40 ms frames (autocorrelation peak between 60 and 400 Hz)."""
+    audio = np.frombuffer(pcm, "<i2").astype(np.float32) / 32768.0
+    size, lo, hi = rate // 25, rate // 400, rate // 60
+    frames = audio[: len(audio) // size * size].reshape(-1, size)
+    rms = np.sqrt((frames**2).mean(axis=1))
+    pitches = []
+    for frame in frames[rms > 0.3 * rms.max()]:
+        frame = frame - frame.mean()
+        corr = np.correlate(frame, frame, "full")[size - 1 :]
+        lag = lo + int(np.argmax(corr[lo:hi]))
+        if corr[lag] > 0.3 * corr[0]:
+            pitches.append(rate / lag)
+    assert pitches, "no voiced frames"
+    return float(np.median(pitches))
+

@@ -57,8 +57,9 @@ VOICES = {
     "zm_yunxia": "6b2b8fc15b3df19a368daebe5c581c7fabf433ee5b8a17ffd6b3d723cff8936d",
     "zm_yunyang": "261e2c89470534dbbcb8fd98b8fdc495ec94063d9bb6c8277f7be43cccba3f42",
 }
-# fp32 weights on the model hub (assets.source: hub); the hub's own revision pins them, and their sha256 is
-# recorded on first download and checked on every later start (trust on first use).
+# fp32 weights on the model hub (assets.source: hub): the repository's current revision (no revision is pinned,
+# the hub has no fixed hash to check against here); its sha256 is recorded on first download and checked on
+# every later start (trust on first use), so a later change on the hub cannot swap the weights silently.
 HUB_REPO = "onnx-community/Kokoro-82M-v1.0-ONNX"
 HUB_MODEL = "onnx/model.onnx"
 HUB_MODEL_FILE = "kokoro-v1.0.fp32.onnx"

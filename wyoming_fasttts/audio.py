@@ -34,7 +34,7 @@ def trim_silence(audio: np.ndarray, settings: AudioSettings) -> np.ndarray:
 
 
 def to_pcm16(audio: np.ndarray) -> bytes:
-    return (np.clip(audio, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
+    return bytes((np.clip(audio, -1.0, 1.0) * 32767.0).astype("<i2").tobytes())
 
 
 def pcm_chunks(pcm: bytes, chunk_ms: int) -> list[bytes]:

@@ -7,9 +7,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sentence_stream import stream_to_sentences
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncClient
 from wyoming.error import Error
+from wyoming.event import Event
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped, SynthesizeVoice
 
 from .audio import wav_bytes
@@ -47,7 +49,7 @@ async def say(uri: str, text: str, voice: str | None = None, stream: bool = Fals
     async with AsyncClient.from_uri(uri) as client:
         if stream:
             await client.write_event(_with_speed(SynthesizeStart(voice=voice_obj).event(), speed))
-            for piece in _sentences(text):
+            for piece in stream_to_sentences([text]):
                 await client.write_event(SynthesizeChunk(text=piece).event())
             await client.write_event(SynthesizeStop().event())
         else:
@@ -74,20 +76,10 @@ async def say(uri: str, text: str, voice: str | None = None, stream: bool = Fals
                 return reply
 
 
-def _with_speed(event, speed: float | None):
+def _with_speed(event: Event, speed: float | None) -> Event:
     if speed is not None:
         event.data["speed"] = speed
     return event
-
-
-def _sentences(text: str) -> list[str]:
-    pieces, cur = [], ""
-    for ch in text:
-        cur += ch
-        if ch in "。！？!?\n":
-            pieces.append(cur)
-            cur = ""
-    return [*pieces, cur] if cur else pieces
 
 
 def write_output(reply: Reply, output: str) -> None:

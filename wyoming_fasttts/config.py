@@ -1,19 +1,23 @@
-"""One typed Settings object from the packaged config.yaml, an optional user file and CLI overrides.
+"""One typed Settings object from the packaged defaults.yaml, an optional user file and CLI overrides.
 
-The packaged ``config.yaml`` is the only place defaults live; the dataclasses below only give them types.
+The packaged ``defaults.yaml`` is the only place defaults live; the dataclasses below only give them types.
+(Not ``config.yaml``: Home Assistant's add-on store reads every ``config.yaml`` in the repository as an
+add-on manifest.)
 A key that is not known is an error, so a typo in a user's file cannot be silently ignored.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any
 
+import msgspec
 import yaml
+
+from .core import MAX_SPEED, MIN_SPEED
 
 
 @dataclass
@@ -84,6 +88,15 @@ class EngineSettings:
     arena_shrinkage: bool
     compute_capability: str
     fallback_compute_capability: str
+
+    @property
+    def engine_path(self) -> Path:
+        """``engine_dir``, or where the platform keeps caches: plans are rebuilt if lost, never user data,
+        and a server started from ``/`` must not write ``/engines``."""
+        if self.engine_dir:
+            return Path(os.path.expanduser(self.engine_dir))
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+        return Path(cache) / "wyoming-fasttts" / "engines"
 
 
 @dataclass
@@ -156,49 +169,19 @@ def _merge(base: dict[str, Any], over: dict[str, Any], where: str) -> dict[str, 
     return out
 
 
-def _build(cls: type, data: dict[str, Any], where: str = "") -> Any:
-    hints = get_type_hints(cls)
-    kwargs = {}
-    for f in fields(cls):
-        if f.name not in data:
-            if f.default is not dataclasses.MISSING:
-                continue
-            raise ConfigError(f"missing setting {where}{f.name}")
-        value, hint = data[f.name], hints[f.name]
-        if is_dataclass(hint):
-            value = _build(hint, value, f"{where}{f.name}.")
-        else:
-            value = _coerce(value, hint, f"{where}{f.name}")
-        kwargs[f.name] = value
-    return cls(**kwargs)
-
-
-def _coerce(value: Any, hint: Any, name: str) -> Any:
-    if value is None:
-        if "None" in str(hint):
-            return None
-        raise ConfigError(f"setting {name} may not be empty")
-    for typ in (bool, int, float, str):
-        if hint is typ or str(hint).startswith(typ.__name__ + " |"):
-            if typ is float and isinstance(value, int) and not isinstance(value, bool):
-                return float(value)
-            if typ is bool and not isinstance(value, bool):
-                raise ConfigError(f"setting {name} must be true or false, not {value!r}")
-            if typ is not bool and isinstance(value, bool):
-                raise ConfigError(f"setting {name} must be a {typ.__name__}, not {value!r}")
-            if not isinstance(value, typ):
-                raise ConfigError(f"setting {name} must be a {typ.__name__}, not {value!r}")
-            return value
-    if str(hint).startswith("list"):
-        if not isinstance(value, list):
-            raise ConfigError(f"setting {name} must be a list")
-        return list(value)
-    return value
+def _build(data: dict[str, Any]) -> Settings:
+    """Every value checked against its type, list elements included (msgspec, strict: ``"4"`` is not 4)."""
+    try:
+        return msgspec.convert(data, Settings, strict=True)
+    except msgspec.ValidationError as err:
+        message, _, where = str(err).partition(" - at `$.")
+        raise ConfigError(f"setting {where.rstrip('`')}: {message}" if where else f"settings: {message}") from err
 
 
 def default_dict() -> dict[str, Any]:
-    text = resources.files("wyoming_fasttts").joinpath("config.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    text = resources.files("wyoming_fasttts").joinpath("defaults.yaml").read_text(encoding="utf-8")
+    data: dict[str, Any] = yaml.safe_load(text)
+    return data
 
 
 def load_settings(
@@ -222,7 +205,7 @@ def load_settings(
         for part in reversed(path):
             nested = {part: nested}
         data = _merge(data, nested, "")
-    settings = _build(Settings, data)
+    settings = _build(data)
     validate(settings)
     return settings
 
@@ -233,10 +216,11 @@ def validate(settings: Settings) -> None:
         raise ConfigError(f"engine.backend must be one of {', '.join(BACKENDS)}")
     if settings.engine.batched not in ("auto", "always", "never"):
         raise ConfigError("engine.batched must be auto, always or never")
-    if settings.engine.precision not in ("fp32", "fp16"):
-        raise ConfigError("engine.precision must be fp32 or fp16")
-    if not 0.5 <= settings.voice.speed <= 2.0:
-        raise ConfigError("voice.speed must be between 0.5 and 2.0")
+    if settings.engine.precision != "fp32":
+        raise ConfigError("engine.precision must be fp32: a plain fp16 stage 2 outputs NaN and the fp32 islands "
+                          "it needs are not done (docs/TENSORRT.md)")
+    if not MIN_SPEED <= settings.voice.speed <= MAX_SPEED:
+        raise ConfigError(f"voice.speed must be between {MIN_SPEED} and {MAX_SPEED}")
     if settings.assets.source not in ("registry", "hub"):
         raise ConfigError("assets.source must be registry or hub")
     if not 1 <= settings.engine.max_tokens <= 510:

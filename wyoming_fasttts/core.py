@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 SAMPLE_RATE = 24000
+MIN_SPEED, MAX_SPEED = 0.5, 2.0
+"""The speaking rates the model renders well (a config default, a request's speed, the CLI's)."""
 
 
 @dataclass(frozen=True)

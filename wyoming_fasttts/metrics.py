@@ -76,6 +76,9 @@ class Metrics:
             "fasttts_watchdog_degraded", "Watchdog checks that found degradation", ["evidence"], registry=r
         )
         self.rss = Gauge("fasttts_process_rss_bytes", "Process resident memory at the last sample", registry=r)
+        self.working_set = Gauge("fasttts_engine_working_set_bytes",
+                                 "Memory the engine holds: a GPU engine's pool sized at start-up, else its weights",
+                                 registry=r)
         self._gpu: dict[str, Gauge] = {}
 
     # -- SchedulerObserver ----------------------------------------------------------------------------------
@@ -99,9 +102,13 @@ class Metrics:
         self.engine_info.clear()
         self.engine_info.labels(name, device).set(1)
 
-    def memory(self, rss_bytes: int, gpu_used: int | None, gpu_free: int | None, gpu_total: int | None) -> None:
-        """Latest memory sample; the GPU gauges appear only once a GPU reading exists."""
+    def memory(self, rss_bytes: int, gpu_used: int | None, gpu_free: int | None, gpu_total: int | None,
+               working_set: int | None = None) -> None:
+        """Latest memory sample; the GPU gauges appear only once a GPU reading exists. ``working_set``: what
+        the engine holds (a GPU engine's pool, sized at start-up: weights, arenas, captured graphs)."""
         self.rss.set(rss_bytes)
+        if working_set:
+            self.working_set.set(working_set)
         for name, value in (("used", gpu_used), ("free", gpu_free), ("total", gpu_total)):
             if value is None:
                 continue

@@ -74,7 +74,9 @@ class Scheduler:
         self._queue: list[_Job] = []
         self._seq = itertools.count()
         self._lease = _EngineLease(engine)
-        self._threads: list[threading.Thread] = []
+        self._workers: dict[int, threading.Thread] = {}
+        """Worker threads by index; indices below the engine's ``slots`` run, the others finish and exit."""
+        self._exited: list[threading.Thread] = []
         self._stopping = False
 
     # -- client side (event loop) -------------------------------------------------------------------------
@@ -102,23 +104,33 @@ class Scheduler:
         self._report_depth()
         return await future
 
+    @property
+    def workers(self) -> int:
+        """Worker threads alive now (after a swap to fewer slots, the extra ones exit after their batch)."""
+        with self._cond:
+            return sum(thread.is_alive() for thread in self._workers.values())
+
     def start(self) -> None:
-        self._ensure_workers(self._lease.engine.slots)
+        with self._cond:
+            self._ensure_workers(self._lease.engine.slots)
 
     def swap_engine(self, engine: Engine) -> threading.Event:
         """New batches go to ``engine``; the old one finishes what it holds and is then closed.
 
-        The returned event is set once the old engine is closed, so a caller can measure or release what it
-        freed.
+        The worker threads follow the new engine's ``slots``: more are started, or the extra ones exit after
+        their current batch, so no more than ``slots`` calls ever reach ``engine``. The old engine is closed
+        on a thread (closing TensorRT writes its cache and frees device memory; the caller is usually the
+        event loop); the returned event is set once it is closed, so a caller can measure what it freed.
         """
         with self._cond:
             old = self._lease
             self._lease = _EngineLease(engine)
             old.retired = True
             idle = old.in_flight == 0
-        self._ensure_workers(engine.slots)
+            self._ensure_workers(engine.slots)
+            self._cond.notify_all()  # idle workers above the new slot count wake up and exit
         if idle:
-            old.close()
+            threading.Thread(target=old.close, name=f"close-{old.engine.name}", daemon=True).start()
         return old.closed
 
     async def stop(self, timeout: float) -> None:
@@ -126,35 +138,42 @@ class Scheduler:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
+            threads = [*self._workers.values(), *self._exited]
         deadline = time.monotonic() + timeout
-        for thread in self._threads:
+        for thread in threads:
             await asyncio.to_thread(thread.join, max(0.0, deadline - time.monotonic()))
         with self._cond:
             for job in self._queue:
                 job.loop.call_soon_threadsafe(_fail, job.future, BusyError("server shut down"))
             self._queue.clear()
-        if not any(t.is_alive() for t in self._threads):
-            self._lease.close()
+        if not any(t.is_alive() for t in threads):
+            await asyncio.to_thread(self._lease.close)
 
     # -- worker side (threads) ----------------------------------------------------------------------------
 
     def _ensure_workers(self, count: int) -> None:
-        while len(self._threads) < count:
-            thread = threading.Thread(target=self._work, name=f"engine-{len(self._threads)}", daemon=True)
-            self._threads.append(thread)
-            thread.start()
+        """Start the missing workers below ``count``; called with ``_cond`` held."""
+        for index in range(count):
+            if index not in self._workers:
+                thread = threading.Thread(target=self._work, args=(index,), name=f"engine-{index}", daemon=True)
+                self._workers[index] = thread
+                thread.start()
 
-    def _work(self) -> None:
+    def _work(self, index: int) -> None:
         while True:
-            taken = self._take_batch()
+            taken = self._take_batch(index)
             if taken is None:
                 return
             lease, batch = taken
             self._run(lease, batch)
 
-    def _take_batch(self) -> tuple[_EngineLease, list[_Job]] | None:
+    def _take_batch(self, index: int) -> tuple[_EngineLease, list[_Job]] | None:
         with self._cond:
             while True:
+                if index >= self._lease.engine.slots:  # the engine now has fewer slots
+                    self._exited = [t for t in self._exited if t.is_alive()]
+                    self._exited.append(self._workers.pop(index))
+                    return None
                 self._drop_cancelled()
                 if not self._queue:
                     if self._stopping:
@@ -164,9 +183,11 @@ class Scheduler:
                 lease = self._lease
                 limit = min(lease.engine.max_batch, self._settings.max_batch)
                 if limit > 1:
-                    # Waiting releases the lock: another worker may take the jobs meanwhile.
+                    # Waiting releases the lock: another worker may take the jobs, or the engine change.
                     self._wait_for_batch(limit)
                     self._drop_cancelled()
+                    if lease is not self._lease:
+                        continue
                 if self._queue:
                     break
             batch = self._pick(limit)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +19,7 @@ import numpy as np
 from . import text
 from .audio import to_pcm16, trim_silence
 from .config import Settings
-from .core import EngineError, SynthesisItem
+from .core import MAX_SPEED, MIN_SPEED, EngineError, SynthesisItem
 from .scheduler import BusyError, Scheduler
 from .voices import UnknownVoiceError, VoiceBank
 
@@ -69,8 +69,8 @@ class Synthesizer:
             )
         name = self.voices.check(voice or self.settings.voice.default)
         speed = self.settings.voice.speed if speed is None else float(speed)
-        if not 0.5 <= speed <= 2.0:
-            raise TextError(f"speed {speed} is outside 0.5..2.0")
+        if not MIN_SPEED <= speed <= MAX_SPEED:
+            raise TextError(f"speed {speed} is outside {MIN_SPEED}..{MAX_SPEED}")
         return name, speed
 
     def sentences(self, raw: str, first: bool = True) -> list[Sentence]:
@@ -82,7 +82,7 @@ class Synthesizer:
         )
         out: list[Sentence] = []
         for n, piece in enumerate(pieces):
-            chunks = self._ids(text.phonemize(piece))
+            chunks = self._ids(text.phonemize(piece, normalized=True))
             ends = n == len(pieces) - 1 or piece[-1] in "。！？"
             out.extend(Sentence(piece, ids, ends and k == len(chunks) - 1) for k, ids in enumerate(chunks))
         return out
@@ -109,7 +109,7 @@ class Synthesizer:
     def speech(self, voice: str, speed: float) -> Speech:
         return Speech(self, voice, speed)
 
-    async def one_shot(self, sentences: list[Sentence], voice: str, speed: float) -> AsyncIterator[bytes]:
+    async def one_shot(self, sentences: list[Sentence], voice: str, speed: float) -> AsyncGenerator[bytes, None]:
         """PCM per piece of a request whose text is all known up front (Wyoming synthesize, /api/tts).
 
         Close it with ``contextlib.aclosing``: leaving early cancels the sentences not yet synthesised.
@@ -145,25 +145,34 @@ class Speech:
     """
 
     def __init__(self, synth: Synthesizer, voice: str, speed: float) -> None:
-        engine = synth.scheduler.engine
         self._synth = synth
         self._voice = voice
         self._speed = speed
-        # A request keeps as many sentences in flight as one batch holds: enough for a batching engine to
-        # render them together, and on a batch-1 engine its next sentence does not compete with the one the
-        # listener is waiting for (on the CPU that made the first audio ~40% later).
-        self._window = engine.max_batch
-        self._room = asyncio.Semaphore(self._window)
+        self._in_flight = 0
+        self._room = asyncio.Event()
+        """Set whenever a sentence leaves the window (or the request is cancelled): ``add`` looks again."""
         self._tasks: asyncio.Queue[tuple[asyncio.Task[np.ndarray], bool] | None] = asyncio.Queue()
         self._order = 0
         self._cancelled = False
 
+    def _window(self) -> int:
+        """A request keeps as many sentences in flight as one batch of the current engine holds.
+
+        Enough for a batching engine to render them together, and on a batch-1 engine its next sentence
+        does not compete with the one the listener is waiting for (on the CPU that made the first audio
+        ~40% later). Read per sentence: after an engine reload the new engine's batch size applies.
+        """
+        return max(1, self._synth.scheduler.engine.max_batch)
+
     async def add(self, sentences: list[Sentence]) -> None:
         """Queue sentences for synthesis; raises SpeechCancelled once the request has been cancelled."""
         for sentence in sentences:
-            await self._room.acquire()
+            while self._in_flight >= self._window() and not self._cancelled:
+                self._room.clear()
+                await self._room.wait()
             if self._cancelled:
                 raise SpeechCancelled("the request was cancelled")
+            self._in_flight += 1
             style = self._synth.voices.style(self._voice, len(sentence.ids))
             item = SynthesisItem(sentence.ids, style, self._speed)
             task = asyncio.create_task(self._synth.scheduler.synthesize(item, self._order))
@@ -181,7 +190,8 @@ class Speech:
             try:
                 samples = await task
             finally:
-                self._room.release()
+                self._in_flight -= 1
+                self._room.set()
             yield to_pcm16(trim_silence(samples, self._synth.settings.audio)), last
 
     def cancel(self) -> None:
@@ -191,5 +201,4 @@ class Speech:
             entry = self._tasks.get_nowait()
             if entry is not None:
                 entry[0].cancel()
-        for _ in range(self._window):
-            self._room.release()
+        self._room.set()

@@ -42,4 +42,5 @@ class VoiceBank:
     def style(self, name: str, n_ids: int) -> np.ndarray:
         """The style row the voice was trained to use for a sentence of ``n_ids`` phoneme ids."""
         table = self._tables[self.check(name)]
-        return table[min(max(n_ids, 1), STYLE_ROWS) - 1]
+        row: np.ndarray = table[min(max(n_ids, 1), STYLE_ROWS) - 1]
+        return row

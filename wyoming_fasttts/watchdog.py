@@ -5,7 +5,7 @@ would cut off whoever is speaking. Instead the watchdog samples memory and laten
 says the engine has degraded it builds a fresh engine from the cached plan or model, sends new work to it and
 lets the old one finish what it holds before it is freed (``Scheduler.swap_engine``).
 
-Evidence (thresholds in ``config.yaml`` under ``watchdog``):
+Evidence (thresholds in ``defaults.yaml`` under ``watchdog``):
 
 * allocation failures reported by the engine;
 * memory in use growing while the workload is steady (no longer sentence than before the growth);
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from .assets import ModelAssets
 from .backends import create_engine
 from .backends.base import Engine
-from .backends.memory import process_rss_bytes
+from .backends.memory import Nvml, host_available_bytes, process_rss_bytes
 from .config import Settings, WatchdogSettings
 from .core import AllocationError
 from .metrics import Metrics
@@ -81,53 +81,6 @@ class MemorySample:
     @property
     def free(self) -> int | None:
         return self.gpu_free_bytes if self.on_gpu else self.host_available_bytes
-
-
-class Nvml:
-    """Device and per-process GPU memory through NVML, which needs no CUDA context (so costs no GPU memory)."""
-
-    def __init__(self, pynvml, handle) -> None:
-        self._nvml = pynvml
-        self._handle = handle
-
-    @classmethod
-    def open(cls, device_id: int) -> Nvml | None:
-        """NVML for ``device_id``, or None where nvidia-ml-py or an NVIDIA driver is missing (CPU installs)."""
-        try:
-            import pynvml
-        except ImportError:
-            return None
-        try:
-            pynvml.nvmlInit()
-            return cls(pynvml, pynvml.nvmlDeviceGetHandleByIndex(device_id))
-        except pynvml.NVMLError as err:
-            _LOGGER.debug("no GPU memory readings: %s", err)
-            return None
-
-    def read(self) -> tuple[int, int, int, int | None]:
-        """Used, free, total for the device, and this process's share where NVML can see our pid."""
-        mem = self._nvml.nvmlDeviceGetMemoryInfo(self._handle)
-        mine = None
-        with contextlib.suppress(self._nvml.NVMLError):
-            for proc in self._nvml.nvmlDeviceGetComputeRunningProcesses(self._handle):
-                if proc.pid == os.getpid() and proc.usedGpuMemory is not None:
-                    mine = int(proc.usedGpuMemory)
-        return int(mem.used), int(mem.free), int(mem.total), mine
-
-    def close(self) -> None:
-        with contextlib.suppress(self._nvml.NVMLError):
-            self._nvml.nvmlShutdown()
-
-
-def host_available_bytes() -> int | None:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
 
 
 def sample_memory(engine: Engine, nvml: Nvml | None) -> MemorySample:
@@ -186,7 +139,7 @@ class Detector:
             self._longest = max(self._longest, audio_seconds / size)
             if self._baseline_rtf is None:
                 self._warmup.append(rtf)
-                if len(self._warmup) >= self._recent.maxlen:
+                if len(self._warmup) >= (self._recent.maxlen or 1):
                     self._baseline_rtf = statistics.median(self._warmup)
             else:
                 self._recent.append(rtf)
@@ -265,6 +218,14 @@ class ReloadTooSoon(RuntimeError):
         self.retry_after = retry_after
 
 
+def _close_unused(build: asyncio.Future[Engine]) -> None:
+    """A reload was cancelled while its engine was being built: close that engine once built, off the loop."""
+    if not build.cancelled() and build.exception() is None:
+        engine = build.result()
+        _LOGGER.info("reload cancelled; closing the engine it built (%s)", engine.name)
+        threading.Thread(target=engine.close, name=f"close-{engine.name}", daemon=True).start()
+
+
 class ReloadInProgress(RuntimeError):
     """A reload is already running; a second one would only build the same engine again."""
 
@@ -317,7 +278,8 @@ class Watchdog:
 
     async def sample(self) -> MemorySample:
         sample = await asyncio.to_thread(sample_memory, self._scheduler.engine, self._nvml)
-        self._metrics.memory(sample.rss_bytes, sample.gpu_used_bytes, sample.gpu_free_bytes, sample.gpu_total_bytes)
+        self._metrics.memory(sample.rss_bytes, sample.gpu_used_bytes, sample.gpu_free_bytes, sample.gpu_total_bytes,
+                             sample.working_set_bytes)
         return sample
 
     async def _loop(self) -> None:
@@ -374,8 +336,14 @@ class Watchdog:
             raise ReloadInProgress("an engine reload is already in progress")
         async with self._lock:
             started = time.perf_counter()
+            build = asyncio.ensure_future(asyncio.to_thread(self._engine_factory, self._settings, self._assets))
             try:
-                engine = await asyncio.to_thread(self._engine_factory, self._settings, self._assets)
+                # Shielded: cancelling the reload cannot stop the thread building the engine, so the engine
+                # it returns is closed instead of left holding memory (device memory, on a GPU).
+                engine = await asyncio.shield(build)
+            except asyncio.CancelledError:
+                build.add_done_callback(_close_unused)
+                raise
             except Exception:
                 self._metrics.reload_failures.inc()
                 _LOGGER.exception("engine reload (%s) failed; the current engine keeps serving", trigger)

@@ -108,6 +108,9 @@ class FakeCuda:
         self._ptrs = itertools.count(1 << 20, 1 << 20)
         self.copies = 0
 
+    def bind(self) -> None:
+        pass
+
     def _dev(self, ptr: int, nbytes: int) -> np.ndarray:
         start = ptr - self.BASE
         assert start >= 0 and start + nbytes <= len(self.arena), "device access outside the pool"
@@ -133,6 +136,26 @@ class FakeCuda:
 
     def synchronize(self, stream: int) -> None:
         pass
+
+    # CUDA graphs: enqueues made while capturing are recorded, and a launch replays them
+    capturing: list | None = None
+    launches = 0
+
+    def begin_capture(self, stream: int) -> None:
+        assert self.capturing is None, "capture inside capture"
+        self.capturing = []
+
+    def end_capture(self, stream: int) -> list:
+        graph, self.capturing = self.capturing, None
+        return graph
+
+    def launch(self, graph: list, stream: int) -> None:
+        self.launches += 1
+        for replay in graph:
+            replay()
+
+    def destroy_graph(self, graph: list) -> None:
+        graph.clear()
 
     def free_pinned(self, ptr: int) -> None:
         del self.pinned_buffers[ptr]
@@ -174,7 +197,16 @@ class FakeContext:
         return self.engine.cuda._dev(self.addresses[name], nbytes).view(dtype).reshape(shape)
 
     def execute_async_v3(self, stream: int) -> bool:
+        """Runs now, or, inside a capture, records a run with the shapes set now (a graph replays fixed shapes)."""
+        if self.engine.cuda.capturing is not None:
+            shapes = dict(self.shapes)
+            self.engine.cuda.capturing.append(lambda: self._run(shapes))
+            return True
+        return self._run(self.shapes)
+
+    def _run(self, shapes: dict[str, tuple[int, ...]]) -> bool:
         assert self.scratch is not None
+        self.shapes = dict(shapes)
         session = self.engine.session
         feeds = {i.name: self._array(i.name, self.shapes[i.name]).copy() for i in session.get_inputs()}
         names = [o.name for o in session.get_outputs()]
@@ -234,7 +266,13 @@ def test_lane_rows_equal_each_sentence_alone(batch) -> None:
 
     used = [k for c in engines["stage2"].contexts for k in c.profiles_used]
     assert len(used) >= 2, f"this batch should need more than one stage-2 call ({used})"
-    assert cuda.copies == 2 * len(items)              # each row's d and t_en gathered once, on the device
+    stage2_calls = [key for key in lane.replay.graphs if key[0] == "stage2"]
+    assert cuda.copies == 2 * sum(key[2] for key in stage2_calls)   # each call's rows gathered on the device
+    assert {key[1:] for key in stage2_calls} <= set(lane.stage2_shapes()), "a shape warm-up would not meet"
+    again = lane.run(items)  # the same shapes: every call now replays its captured graph
+    assert cuda.launches == 1 + len(stage2_calls) and len(lane.replay.graphs) == 1 + len(stage2_calls)
+    for (audio, frames), (replayed, replayed_frames) in zip(rows, again, strict=True):
+        assert np.array_equal(audio, replayed) and np.array_equal(frames, replayed_frames)
     reference = BatchedOnnxRuntimeEngine(graphs.stage1, graphs.stage2, max_batch=1, threads=2,
                                          tail_frames=settings.engine.tail_frames)
     expected = [reference.synthesize(item) for item in items]
@@ -242,8 +280,9 @@ def test_lane_rows_equal_each_sentence_alone(batch) -> None:
     for (audio, frames), (alone_audio, alone_frames) in zip(rows, expected, strict=True):
         assert np.array_equal(frames, alone_frames)
         assert len(audio) == len(alone_audio) == frames.sum() * 600
-        assert float(np.abs(audio - alone_audio).max()) < 0.05
-        assert mel_distance_db(audio, alone_audio) < 0.1
+        # bucket padding of frames changes float32 rounding, which the vocoder's phase amplifies (0.2-0.4 dB,
+        # docs/BATCHING.md); what leaked between rows would be far above it (another voice: 10-15 dB)
+        assert mel_distance_db(audio, alone_audio) < 0.5
 
     class _Engine:  # what doctor sees of a batching engine
         max_batch = limits.max_batch
@@ -268,6 +307,7 @@ def test_engine_on_batched_plans_sizes_its_pool_from_the_plans_and_batches(batch
     settings, graphs, items = batch
     keys = dict(zip(("stage1", "stage2"), _keys(settings), strict=True))
     pool: list[FakeCuda] = []
+    loaded: list[FakeEngine] = []
 
     class Cuda(FakeCuda):
         def __init__(self, device_id: int) -> None:
@@ -300,7 +340,8 @@ def test_engine_on_batched_plans_sizes_its_pool_from_the_plans_and_batches(batch
             @staticmethod
             def deserialize_cuda_engine(data: bytes) -> FakeEngine:
                 stage = data.decode()
-                return FakeEngine(None, getattr(graphs, stage), keys[stage])   # its memory: the pool, below
+                loaded.append(FakeEngine(None, getattr(graphs, stage), keys[stage]))  # its memory: the pool, below
+                return loaded[-1]
 
     monkeypatch.setattr(tensorrt, "import_tensorrt", lambda backend: Module)
     monkeypatch.setattr(tensorrt, "Cuda", Cuda)
@@ -311,10 +352,59 @@ def test_engine_on_batched_plans_sizes_its_pool_from_the_plans_and_batches(batch
     assert engine.max_batch == 4 and engine.slots >= 1
     assert engine.pool_bytes == engine.slots * slot_bytes({"stage1": 4096, "stage2": 8192},
                                                           batched_tensor_bytes(BatchLimits.from_keys(*keys.values())))
-    for fake in engine._engines.values():
+    for fake in loaded:
         fake.cuda = pool[0]   # fake engines read and write the pool the engine allocated
     rows = engine.synthesize_batch(items[:2])
     assert [len(audio) for audio, _ in rows] == [frames.sum() * 600 for _, frames in rows]
     assert engine.memory().workspace_bytes == engine.pool_bytes
     engine.close()
     assert not pool
+
+
+class _ShapeOnlySession:
+    """Stands in for a stage graph where only shapes matter: outputs of the right shapes, one frame per token."""
+
+    def __init__(self, stage: str) -> None:
+        from types import SimpleNamespace
+
+        self.stage = stage
+        names = (("tokens", "lengths", "style", "speed"), ("durations", "d", "t_en")) if stage == "stage1" else \
+            (("alignment", "d", "t_en", "style", "frames"), ("audio", "audio_lengths"))
+        self._inputs = [SimpleNamespace(name=n) for n in names[0]]
+        self._outputs = [SimpleNamespace(name=n) for n in names[1]]
+
+    def get_inputs(self) -> list:
+        return self._inputs
+
+    def get_outputs(self) -> list:
+        return self._outputs
+
+    def run(self, names: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        if self.stage == "stage1":
+            b, t = feeds["tokens"].shape
+            return [np.ones((b, t), np.float32), np.zeros((b, t, 640), np.float32), np.zeros((b, 512, t), np.float32)]
+        b, _, f = feeds["alignment"].shape
+        return [np.zeros((b, f * 600), np.float32), feeds["frames"] * 600]
+
+
+def test_warm_up_captures_every_shape_a_batch_can_meet(batch) -> None:
+    """``warm`` runs every bucket shape inside its profile's limits (the fake contexts assert them) and captures
+    each once; batches afterwards only replay. Shapes only: the graphs are stood in for."""
+    settings, _, items = batch
+    key1, key2 = _keys(settings)
+    limits = BatchLimits.from_keys(key1, key2)
+    cuda = FakeCuda(slot_bytes({"stage1": 4096, "stage2": 8192}, batched_tensor_bytes(limits)))
+    engines = {}
+    for stage, key in (("stage1", key1), ("stage2", key2)):
+        engine = FakeEngine.__new__(FakeEngine)
+        engine.cuda, engine.profiles, engine.contexts = cuda, key.profiles, []
+        engine.session, engine.device_memory_size_v2 = _ShapeOnlySession(stage), 4096
+        engines[stage] = engine
+    lane = BatchedLane(FakeTrt, engines, cuda, FakeCuda.BASE, limits, None, settings.engine.tail_frames)
+    shapes = lane.warm(np.zeros(256, np.float32))
+    assert shapes == len(lane.replay.graphs) == len(lane.buckets.rows) * len(lane.buckets.tokens) + len(
+        lane.stage2_shapes())
+    for size in (1, 2, 3, 4):
+        lane.run(items[:size])
+    assert len(lane.replay.graphs) == shapes, "a batch met a shape warm-up did not"
+    lane.close()

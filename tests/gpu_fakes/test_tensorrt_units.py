@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import sys
+import threading
+import types
 from pathlib import Path
 
 import pytest
 
 from wyoming_fasttts.backends.base import EngineError
-from wyoming_fasttts.backends.cuda import GpuInfo, aligned, arena_layout
+from wyoming_fasttts.backends.cuda import Cuda, aligned, arena_layout
+from wyoming_fasttts.backends.memory import GpuInfo
 from wyoming_fasttts.backends.plans import PlanCache, PlanKey, stage_profiles
 from wyoming_fasttts.backends.select import Probe, choose_backend
 from wyoming_fasttts.backends.tensorrt import Limits, choose_slots, slot_bytes, tensor_bytes
@@ -104,3 +108,27 @@ def test_auto_selection_order(gpu, modules, providers, expected) -> None:
     backend, reason = choose_backend(load_settings(), _probe(gpu and _gpu(gpu), modules, providers))
     assert backend == expected
     assert reason
+
+
+def test_every_thread_that_uses_the_engine_selects_its_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CUDA runtime's current device is per thread: workers other than the builder must select it too."""
+    selected: list[tuple[int, int]] = []
+
+    class Runtime:
+        class cudaError_t:
+            cudaSuccess = 0
+
+        @staticmethod
+        def cudaSetDevice(device: int) -> tuple[int]:
+            selected.append((threading.get_ident(), device))
+            return (0,)
+
+    bindings = types.ModuleType("cuda.bindings")
+    bindings.runtime = Runtime  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cuda.bindings", bindings)
+    cuda = Cuda(1)
+    worker = threading.Thread(target=lambda: (cuda.bind(), cuda.bind()))
+    worker.start()
+    worker.join()
+    cuda.bind()
+    assert selected == [(threading.get_ident(), 1), (worker.ident, 1)]

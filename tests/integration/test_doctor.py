@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wyoming_fasttts.backends.cuda import probe_gpu
+from wyoming_fasttts.backends.memory import probe_gpu
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,7 +21,7 @@ def test_doctor_without_gpu_reports_and_runs_the_cpu_reference() -> None:
                           capture_output=True, text=True, timeout=600, check=False)
     out = proc.stdout
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "[!!] GPU: none usable" in out
+    assert "[--] GPU: none usable" in out
     assert "Engine: onnxruntime" in out
     assert out.count("cpu reference") == 3
     assert "PASS (CPU only)" in out

@@ -10,9 +10,11 @@ grace period. Costs about 1.5–2 minutes of CPU on a 2-core machine (an engine 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import signal
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import aiohttp
@@ -78,17 +80,41 @@ async def _steady_rss(session: aiohttp.ClientSession, base: str) -> float:
     return sorted(readings)[len(readings) // 2]
 
 
-async def _wyoming_client(uri: str, n: int, stop: asyncio.Event, answers: list[Answer]) -> None:
+async def _until(condition: Callable[[], bool | Awaitable[bool]], timeout: float) -> bool:
+    """Whether ``condition`` came true within ``timeout`` (checked every 0.1 s: it is another process's state)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if await result if inspect.isawaitable(result) else result:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.1)
+
+
+class Answers(list[Answer]):
+    """The answers so far; ``arrived`` is set on each one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrived = asyncio.Event()
+
+    def add(self, answer: Answer) -> None:
+        self.append(answer)
+        self.arrived.set()
+
+
+async def _wyoming_client(uri: str, n: int, stop: asyncio.Event, answers: Answers) -> None:
     k = n
     while not stop.is_set():
         sentence = SENTENCES[k % len(SENTENCES)]
         started = time.monotonic()
         reply = await say(uri, sentence)
-        answers.append(Answer(sentence, bytes(reply.pcm), started, time.monotonic()))
+        answers.add(Answer(sentence, bytes(reply.pcm), started, time.monotonic()))
         k += 1
 
 
-async def _http_client(session, base: str, stop: asyncio.Event, answers: list[Answer]) -> None:
+async def _http_client(session, base: str, stop: asyncio.Event, answers: Answers) -> None:
     k = 0
     while not stop.is_set():
         sentence = SENTENCES[k % len(SENTENCES)]
@@ -96,7 +122,7 @@ async def _http_client(session, base: str, stop: asyncio.Event, answers: list[An
         async with session.post(f"{base}/api/tts", json={"text": sentence}) as response:
             assert response.status == 200, await response.text()
             body = await response.read()
-        answers.append(Answer(sentence, body[44:], started, time.monotonic()))  # after the 44-byte WAV header
+        answers.add(Answer(sentence, body[44:], started, time.monotonic()))  # after the 44-byte WAV header
         k += 1
 
 
@@ -108,7 +134,7 @@ async def _reload_under_load(server) -> dict:
         before = await _metrics(session, server.http_uri)
         rss_before = await _steady_rss(session, server.http_uri)
 
-        stop, answers = asyncio.Event(), []
+        stop, answers = asyncio.Event(), Answers()
         clients = [asyncio.create_task(_wyoming_client(server.uri, n, stop, answers)) for n in range(2)]
         clients.append(asyncio.create_task(_http_client(session, server.http_uri, stop, answers)))
         reloads = []
@@ -119,10 +145,12 @@ async def _reload_under_load(server) -> dict:
             reloads.append((started, time.monotonic()))
         done_reloading = len(answers)
         while len(answers) < done_reloading + 3:  # some answers from the final engine too
-            await asyncio.sleep(0.2)
+            answers.arrived.clear()
+            await asyncio.wait_for(answers.arrived.wait(), 120)
         stop.set()
         await asyncio.gather(*clients)
-        await asyncio.sleep(2.0)  # the last replaced engine is closed and its heap handed back
+        freed = await _until(lambda: server.log_text().count("replaced engine freed") == RELOADS, 60)
+        assert freed, "a replaced engine was not closed and freed"
         return {
             "reference": reference, "answers": answers, "reloads": reloads, "before": before,
             "after": await _metrics(session, server.http_uri), "rss_before": rss_before,
@@ -168,8 +196,7 @@ async def _request_then_sigterm(server) -> tuple[bytes, float, bool]:
                 if not pcm:  # the first audio is out, the rest is still being synthesised: stop now
                     server.process.send_signal(signal.SIGTERM)
                     signalled = time.monotonic()
-                    await asyncio.sleep(0.5)
-                    refused = await _refused(server.uri)
+                    refused = await _until(lambda: _refused(server.uri), 5)
                 pcm += AudioChunk.from_event(event).audio
             elif event.type == "audio-stop":
                 return bytes(pcm), signalled, refused

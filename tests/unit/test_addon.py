@@ -12,9 +12,11 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ADDON = ROOT / "addon"
 S6 = ADDON / "rootfs/etc/s6-overlay/s6-rc.d"
 HEALTHCHECK = ADDON / "rootfs/usr/local/bin/wyoming-fasttts-healthcheck"
-SCRIPTS = [S6 / "fasttts/run", S6 / "fasttts/finish", S6 / "discovery/run"]
+SCRIPTS = [S6 / "fasttts/run", S6 / "fasttts/finish", S6 / "discovery/run", ROOT / "docker/entrypoint.sh",
+           ROOT / "scripts/build-addon"]
 DOCKERFILES = [ADDON / "Dockerfile", ROOT / "Dockerfile.gpu"]
 
 
@@ -99,15 +102,51 @@ def test_schema_checker_rejects_what_home_assistant_rejects() -> None:
 
 
 def test_config_has_what_home_assistant_and_wyoming_need(config: dict[str, Any]) -> None:
-    for key in ("name", "version", "slug", "description", "arch", "options", "schema", "map", "ports",
-                "discovery", "backup_exclude"):
+    for key in ("name", "version", "slug", "description", "url", "arch", "options", "schema", "map", "ports",
+                "discovery", "backup_exclude", "homeassistant"):
         assert key in config, f"addon/config.yaml lacks {key}"
+    assert config["url"].startswith("https://") and config["url"].rstrip("/").endswith("/addon")
+    assert re.fullmatch(r"20\d\d\.\d+\.\d+", config["homeassistant"])
+    assert config["map"] == ["app_config:rw"], "the add-on's own config folder, mounted at /config"
     assert re.fullmatch(r"[a-z0-9_]+", config["slug"])
     assert set(config["arch"]) <= {"amd64", "aarch64", "armv7", "armhf", "i386"}
     assert config["ports"] == {"10200/tcp": None}
     assert config["discovery"] == ["wyoming"]
     assert config["init"] is False, "s6-overlay v3 in the base image is the init; Docker's must stay off"
     assert "*.onnx" in config["backup_exclude"]
+
+
+def test_base_images_are_home_assistants_own_on_current_debian() -> None:
+    build = _yaml(ADDON / "build.yaml")
+    assert build["build_from"] == {arch: f"ghcr.io/home-assistant/{arch}-base-debian:trixie"
+                                   for arch in ("amd64", "aarch64")}
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", f"{path.name} is not a PNG"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_icon_and_logo_are_pngs_of_the_store_sizes() -> None:
+    assert _png_size(ADDON / "icon.png") == (128, 128)
+    assert _png_size(ADDON / "logo.png") == (250, 100)
+
+
+def test_server_announces_itself_both_ways() -> None:
+    """Supervisor discovery for this Home Assistant, zeroconf for every other Wyoming client."""
+    run = (S6 / "fasttts/run").read_text(encoding="utf-8")
+    assert "--zeroconf" in run
+    assert "bashio::discovery 'wyoming'" in (S6 / "discovery/run").read_text(encoding="utf-8")
+
+
+def test_no_addon_manifest_outside_the_addon_folder() -> None:
+    """The Supervisor's store scan takes every ``config.json|yaml|yml`` in the repository, at any depth outside
+    hidden folders and ``rootfs``, for an add-on manifest (and warns on every reload when it is not one)."""
+    found = [path.relative_to(ROOT).as_posix() for path in ROOT.glob("**/config.*")
+             if path.suffix in (".json", ".yaml", ".yml")
+             and not any(part.startswith(".") or part == "rootfs" for part in path.relative_to(ROOT).parts)]
+    assert found == ["addon/config.yaml"]
 
 
 def test_version_follows_the_package(config: dict[str, Any]) -> None:
@@ -153,6 +192,74 @@ def test_translations_cover_every_option_and_port(config: dict[str, Any], langua
         entry = translation["configuration"][key]
         assert entry["name"].strip() and entry["description"].strip(), f"{language}: {key}"
     assert set(translation["network"]) == set(config["ports"])
+
+
+# ---- the add-on folder builds on its own ---------------------------------------------------------------
+
+
+def _instructions(dockerfile: Path) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
+    lines = [line for line in dockerfile.read_text(encoding="utf-8").splitlines()
+             if not line.lstrip().startswith("#")]
+    joined = re.sub(r"\\\n", " ", "\n".join(lines))
+    return [(m.group(1).upper(), m.group(2).strip()) for m in re.finditer(r"^(\w+)\s+(.*)$", joined, re.M)]
+
+
+def _wheel() -> Path:
+    wheels = sorted((ADDON / "wheels").glob("*.whl"))
+    assert [w.name for w in wheels] == [f"wyoming_fasttts-{__version__}-py3-none-any.whl"], \
+        "addon/wheels/ must hold exactly the package's wheel at its version: bash scripts/build-addon"
+    return wheels[0]
+
+
+def test_addon_dockerfile_needs_only_its_folder_and_the_registries() -> None:
+    """The Supervisor clones the repository and builds addon/ alone: every COPY source must be in that folder,
+    every local path pip installs must come from one, and everything else must be a pinned registry package."""
+    args = {"BUILD_ARCH": "amd64", **{k: str(v) for k, v in _yaml(ADDON / "build.yaml")["args"].items()}}
+    copied: dict[str, Path] = {}
+    installs: list[str] = []
+    for op, rest in _instructions(ADDON / "Dockerfile"):
+        assert op != "ADD", "ADD may fetch URLs; COPY only"
+        if op == "COPY":
+            *sources, dest = shlex.split(rest)
+            assert not any(s.startswith("--from") for s in sources), "no other image's files"
+            for source in sources:
+                assert (ADDON / source).resolve().is_relative_to(ADDON) and (ADDON / source).exists(), \
+                    f"COPY {source}: not in addon/"
+                copied[dest.rstrip("/") + "/"] = ADDON / source
+        elif op == "RUN":
+            installs += re.findall(r"pip install ([^&;|]+)", rest)
+    assert installs, "the Dockerfile installs the package"
+    local = []
+    for command in installs:
+        for word in shlex.split(re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], command)):
+            if word.startswith("-"):
+                continue
+            if word.startswith("/"):
+                path = re.sub(r"\[[\w,-]+\]$", "", word)
+                dest = next((d for d in copied if path.startswith(d)), None)
+                assert dest, f"pip installs {word}, which no COPY from addon/ put there"
+                assert (copied[dest] / path[len(dest):]).is_file(), f"{word}: not in addon/"
+                local.append(copied[dest] / path[len(dest):])
+            else:
+                assert re.fullmatch(r"[A-Za-z0-9_.-]+(\[[\w,-]+\])?==[\w.]+", word), f"{word} is not a pinned package"
+    assert local == [_wheel()]
+
+
+def test_addon_wheel_carries_the_package_source() -> None:
+    """A fast check of the committed wheel against the tree (scripts/build-addon --check compares a full rebuild,
+    in the integration tier): the same files, byte for byte, and the same pins."""
+    with zipfile.ZipFile(_wheel()) as wheel:
+        names = [n for n in wheel.namelist() if n.startswith("wyoming_fasttts/")]
+        stale = [n for n in names if not (ROOT / n).is_file() or wheel.read(n) != (ROOT / n).read_bytes()]
+        metadata = next(wheel.read(n).decode() for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+    tracked = subprocess.run(["git", "ls-files", "wyoming_fasttts"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    missing = [f for f in tracked if f.endswith((".py", ".yaml")) and f not in names]
+    assert not stale and not missing, f"run bash scripts/build-addon: stale {stale}, missing {missing}"
+    pins = dict(re.findall(r"^Requires-Dist: ([\w.-]+)(?:\[[\w,]+\])?==([\w.]+)$", metadata, re.M))
+    dockerfile = (ADDON / "Dockerfile").read_text(encoding="utf-8")
+    assert f"misaki=={pins['misaki']}" in dockerfile, "the Dockerfile's misaki pin must be the wheel's"
 
 
 # ---- s6 services -------------------------------------------------------------------------------------------
@@ -259,7 +366,8 @@ def test_gpu_image_offers_both_tensorrt_flavours() -> None:
     assert "tensorrt-rtx|tensorrt)" in text
     assert _pyproject_field("tensorrt-rtx") and _pyproject_field("tensorrt"), "the extras pip installs"
     assert 'VOLUME ["/data", "/engines"]' in text
-    assert "build-engine" in text and "--engine-dir /engines" in text
+    entrypoint = (ROOT / "docker/entrypoint.sh").read_text(encoding="utf-8")
+    assert "build-engine" in entrypoint and "engine_dir=${FASTTTS_ENGINE_DIR:-/engines}" in entrypoint
 
 
 def test_build_context_carries_what_the_gpu_image_copies() -> None:

@@ -5,11 +5,15 @@ Each check runs in a fresh interpreter, so what another test imported cannot hid
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+import wyoming_fasttts
 
 
 def _imported_after(statements: str) -> set[str]:
@@ -46,3 +50,41 @@ def test_the_server_path_imports_no_mdns_or_graph_tooling(module: str) -> None:
 def test_the_core_types_are_a_leaf() -> None:
     loaded = _imported_after("import wyoming_fasttts.core")
     assert {m for m in loaded if m.startswith("wyoming_fasttts")} == {"wyoming_fasttts", "wyoming_fasttts.core"}
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """Each package module's imports of other package modules at import time (not inside functions)."""
+    root = Path(wyoming_fasttts.__file__).parent
+    modules = {".".join(p.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                target = ".".join([*base, *([node.module] if node.module else [])])
+                for alias in node.names:
+                    graph[name].add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in modules else target)
+            elif isinstance(node, ast.Import):
+                graph[name].update(alias.name for alias in node.names)
+        graph[name] = {m for m in graph[name] & modules.keys() if m != name and not name.startswith(m + ".")}
+    return graph
+
+
+def test_no_import_cycles() -> None:
+    """A package's ``__init__`` importing its own modules is how packages work; anything else circular is not."""
+    graph = _module_imports()
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph[todo.pop()] - seen:
+                if nxt == goal:
+                    return True
+                seen.add(nxt)
+                todo.append(nxt)
+        return False
+
+    cycles = sorted(f"{a} -> {b}" for a in graph for b in graph[a] if reaches(b, a))
+    assert not cycles, cycles

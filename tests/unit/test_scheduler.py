@@ -1,142 +1,217 @@
-"""The scheduler on a stand-in engine: order, back-pressure, batching, cancellation, several workers."""
+"""The scheduler on a stand-in engine: order, back-pressure, batching, cancellation, workers, engine swaps.
+
+The engine holds every batch at a gate the test opens, so what is queued behind a running batch is decided
+by the test, not by timing.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 import threading
-import time
+from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
 import pytest
 
 from wyoming_fasttts.backends.base import EngineMemory, SynthesisItem
-from wyoming_fasttts.config import load_settings
+from wyoming_fasttts.config import SchedulerSettings, load_settings
 from wyoming_fasttts.scheduler import BusyError, Scheduler
 
 
-class RecordingEngine:
-    """Returns each item's ids as 'audio' after a short sleep, and records the batches it was given."""
+class GatedEngine:
+    """Returns each item's ids as 'audio' once ``gate`` is open; records batches, threads and concurrency."""
 
-    name = "recording"
+    name = "gated"
     device = "cpu"
 
-    def __init__(self, max_batch: int = 1, slots: int = 1, seconds: float = 0.02) -> None:
-        self.max_batch, self.slots, self._seconds = max_batch, slots, seconds
+    def __init__(self, max_batch: int = 1, slots: int = 1, open_gate: bool = False) -> None:
+        self.max_batch, self.slots = max_batch, slots
+        self.gate = threading.Event()
+        if open_gate:
+            self.gate.set()
+        self.started = threading.Semaphore(0)
         self.batches: list[list[int]] = []
+        self.running = self.peak = 0
+        self.closed_on: threading.Thread | None = None
+        self.closed = threading.Event()
         self._lock = threading.Lock()
 
     def warmup(self) -> None:
         pass
 
-    def run(self, items):
+    def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
         with self._lock:
             self.batches.append([len(item) for item in items])
-        time.sleep(self._seconds)
+            self.running += 1
+            self.peak = max(self.peak, self.running)
+        self.started.release()
+        self.gate.wait()
+        with self._lock:
+            self.running -= 1
         return [np.asarray(item.ids, np.float32) for item in items]
 
     def memory(self) -> EngineMemory:
         return EngineMemory(host_rss_bytes=0)
 
     def close(self) -> None:
-        pass
+        self.closed_on = threading.current_thread()
+        self.closed.set()
 
 
 def _item(n: int) -> SynthesisItem:
     return SynthesisItem(np.arange(n, dtype=np.int64), np.zeros(256, np.float32))
 
 
-def _settings(**changes):
+def _settings(**changes: object) -> SchedulerSettings:
     return dataclasses.replace(load_settings().scheduler, **changes)
 
 
+async def _started(engine: GatedEngine) -> None:
+    """Wait until the engine has begun one more batch."""
+    assert await asyncio.to_thread(engine.started.acquire, True, 10), "the engine was never called"
+
+
+async def _queued(scheduler: Scheduler, depth: int) -> None:
+    """Let the tasks just created reach the queue (each needs one turn of the event loop)."""
+    while scheduler.depth < depth:
+        await asyncio.sleep(0)
+
+
+def _run(scheduler: Scheduler, body: Callable[[], Awaitable[None]]) -> None:
+    async def go() -> None:
+        try:
+            await body()
+        finally:
+            await scheduler.stop(timeout=5)
+
+    asyncio.run(go())
+
+
 def test_every_requests_first_sentence_goes_before_anyones_second() -> None:
-    engine = RecordingEngine(seconds=0.05)
+    engine = GatedEngine()
     scheduler = Scheduler(engine, _settings())
     scheduler.start()
 
-    async def go():
+    async def body() -> None:
         busy = asyncio.create_task(scheduler.synthesize(_item(1), order=0))
-        await asyncio.sleep(0.01)  # the engine is now busy; the rest queue up
+        await _started(engine)
         later = [asyncio.create_task(scheduler.synthesize(_item(10 + k), order=k)) for k in (3, 2, 1)]
         first = asyncio.create_task(scheduler.synthesize(_item(50), order=0))
+        await _queued(scheduler, 4)
+        engine.gate.set()
         await asyncio.gather(busy, first, *later)
-        await scheduler.stop(timeout=5)
 
-    asyncio.run(go())
+    _run(scheduler, body)
     assert [b[0] for b in engine.batches] == [1, 50, 11, 12, 13]
 
 
 def test_a_full_queue_answers_busy_instead_of_growing() -> None:
-    engine = RecordingEngine(seconds=0.2)
+    engine = GatedEngine()
     scheduler = Scheduler(engine, _settings(max_queue=2))
     scheduler.start()
 
-    async def go():
+    async def body() -> None:
         running = asyncio.create_task(scheduler.synthesize(_item(1)))
-        await asyncio.sleep(0.05)
+        await _started(engine)
         queued = [asyncio.create_task(scheduler.synthesize(_item(2))) for _ in range(2)]
-        await asyncio.sleep(0.01)
+        await _queued(scheduler, 2)
         with pytest.raises(BusyError, match="busy"):
             await scheduler.synthesize(_item(3))
+        engine.gate.set()
         await asyncio.gather(running, *queued)
-        await scheduler.stop(timeout=5)
 
-    asyncio.run(go())
+    _run(scheduler, body)
 
 
-def test_batches_group_similar_lengths_and_prefer_the_configured_sizes() -> None:
-    engine = RecordingEngine(max_batch=16, seconds=0.05)
-    scheduler = Scheduler(engine, _settings(max_queue_delay_ms=100.0))
+def test_batches_group_similar_lengths() -> None:
+    """Behind a running batch, eight sentences wait; they leave as two batches of like lengths."""
+    engine = GatedEngine(max_batch=4)
+    scheduler = Scheduler(engine, _settings(max_queue_delay_ms=0.0))
     scheduler.start()
+    lengths = [5, 50, 6, 51, 7, 52, 8, 53]
+    audio: list[np.ndarray] = []
 
-    async def go():
-        lengths = [5, 50, 6, 51, 7, 52, 8, 53]
-        audio = await asyncio.gather(*(scheduler.synthesize(_item(n)) for n in lengths))
-        await scheduler.stop(timeout=5)
-        return lengths, audio
+    async def body() -> None:
+        blocker = asyncio.create_task(scheduler.synthesize(_item(1)))
+        await _started(engine)
+        tasks = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in lengths]
+        await _queued(scheduler, len(lengths))
+        engine.gate.set()
+        await blocker
+        audio.extend(await asyncio.gather(*tasks))
 
-    lengths, audio = asyncio.run(go())
+    _run(scheduler, body)
     assert [len(a) for a in audio] == lengths, "each caller gets its own item's audio"
-    assert sorted(engine.batches) == [[5, 6, 7, 8], [50, 51, 52, 53]] or engine.batches == [sorted(lengths)]
-    assert all(len(b) in (4, 8) for b in engine.batches)
+    assert engine.batches[1:] == [[5, 6, 7, 8], [50, 51, 52, 53]]
 
 
 def test_several_workers_racing_for_batches_all_survive() -> None:
     """Workers that waited for a batch to fill may find the queue emptied by another worker."""
-    engine = RecordingEngine(max_batch=4, slots=3, seconds=0.005)
+    engine = GatedEngine(max_batch=4, slots=3, open_gate=True)
     scheduler = Scheduler(engine, _settings(max_queue_delay_ms=20.0))
     scheduler.start()
+    done = 0
 
-    async def go():
-        done = 0
+    async def body() -> None:
+        nonlocal done
         for _ in range(20):
             results = await asyncio.gather(scheduler.synthesize(_item(3)), scheduler.synthesize(_item(4)))
             done += len(results)
-            await asyncio.sleep(0.001)
-        alive = all(t.is_alive() for t in scheduler._threads)
-        await scheduler.stop(timeout=5)
-        return done, alive
+        assert scheduler.workers == 3, "a worker thread died"
 
-    done, alive = asyncio.run(go())
+    _run(scheduler, body)
     assert done == 40
-    assert alive, "a worker thread died"
 
 
 def test_a_cancelled_request_is_never_synthesised() -> None:
-    engine = RecordingEngine(seconds=0.1)
+    engine = GatedEngine()
     scheduler = Scheduler(engine, _settings())
     scheduler.start()
 
-    async def go():
+    async def body() -> None:
         running = asyncio.create_task(scheduler.synthesize(_item(1)))
-        await asyncio.sleep(0.02)
+        await _started(engine)
         gone = asyncio.create_task(scheduler.synthesize(_item(99)))
-        await asyncio.sleep(0.01)
+        await _queued(scheduler, 1)
         gone.cancel()
+        engine.gate.set()
         await running
         await scheduler.synthesize(_item(2))
-        await scheduler.stop(timeout=5)
 
-    asyncio.run(go())
+    _run(scheduler, body)
     assert [b[0] for b in engine.batches] == [1, 2]
+
+
+def test_after_a_swap_the_new_engine_never_gets_more_calls_than_its_slots() -> None:
+    """The new engine holds its first batch; the old engine's extra workers must not start a second one."""
+    old, new = GatedEngine(slots=3, open_gate=True), GatedEngine(slots=1)
+    scheduler = Scheduler(old, _settings())
+    scheduler.start()
+
+    async def body() -> None:
+        await asyncio.gather(*(scheduler.synthesize(_item(2)) for _ in range(6)))
+        assert scheduler.swap_engine(new).wait(10), "the idle old engine was not closed"
+        tasks = [asyncio.create_task(scheduler.synthesize(_item(3))) for _ in range(6)]
+        await _started(new)
+        new.gate.set()
+        await asyncio.gather(*tasks)
+
+    _run(scheduler, body)
+    assert len(new.batches) == 6
+    assert new.peak == 1
+
+
+def test_a_swap_closes_the_idle_old_engine_off_the_calling_thread() -> None:
+    """Closing TensorRT writes files and frees device memory: never on the event loop's thread."""
+    old, new = GatedEngine(open_gate=True), GatedEngine(open_gate=True)
+    scheduler = Scheduler(old, _settings())
+    scheduler.start()
+
+    async def body() -> None:
+        await scheduler.synthesize(_item(2))
+        closed = scheduler.swap_engine(new)  # on the event loop, as the watchdog calls it
+        assert await asyncio.to_thread(closed.wait, 10)
+
+    _run(scheduler, body)
+    assert old.closed_on is not None and old.closed_on is not threading.main_thread()

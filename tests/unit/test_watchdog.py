@@ -38,6 +38,7 @@ class StandInEngine:
 
     def __init__(self) -> None:
         self.closed = False
+        self.closed_event = threading.Event()
         self.runs_after_close = 0
         self.runs = 0
         StandInEngine.made.append(self)
@@ -58,6 +59,7 @@ class StandInEngine:
     def close(self) -> None:
         assert not self.closed, "closed twice"
         self.closed = True
+        self.closed_event.set()
 
 
 def _settings(**watchdog):
@@ -224,7 +226,8 @@ def test_reload_under_load_loses_nothing_and_closes_each_engine_after_its_last_b
             await watchdog.reload("manual", ["test"])
             await asyncio.sleep(0.01)
         results = await clients
-        await asyncio.sleep(0.2)  # the last replaced engine finishes its batch and closes
+        replaced = StandInEngine.made[:-1]  # each closes once its last batch is done
+        assert await asyncio.to_thread(lambda: all(e.closed_event.wait(10) for e in replaced))
         await watchdog.stop()
         await scheduler.stop(timeout=5)
         return results
@@ -263,7 +266,10 @@ def test_a_failed_reload_keeps_the_old_engine_serving():
 def test_a_second_reload_while_one_runs_is_refused():
     gate = threading.Event()
 
+    building = threading.Event()
+
     def slow(settings, assets):
+        building.set()
         gate.wait(5)
         return StandInEngine()
 
@@ -271,7 +277,7 @@ def test_a_second_reload_while_one_runs_is_refused():
 
     async def scenario():
         first = asyncio.create_task(watchdog.reload("manual"))
-        await asyncio.sleep(0.05)
+        assert await asyncio.to_thread(building.wait, 10)
         with pytest.raises(wd.ReloadInProgress):
             await watchdog.reload("manual")
         gate.set()
@@ -281,6 +287,36 @@ def test_a_second_reload_while_one_runs_is_refused():
         return result
 
     assert asyncio.run(scenario()).trigger == "manual"
+
+
+def test_a_cancelled_reload_closes_the_engine_it_was_building():
+    gate, building, finished = threading.Event(), threading.Event(), threading.Event()
+    built: list[StandInEngine] = []
+
+    def slow(settings, assets):
+        building.set()
+        gate.wait(10)
+        built.append(StandInEngine())
+        finished.set()
+        return built[0]
+
+    watchdog, scheduler, _ = _watchdog(factory=slow)
+    first = scheduler.engine
+
+    async def scenario() -> None:
+        reload = asyncio.create_task(watchdog.reload("manual"))
+        assert await asyncio.to_thread(building.wait, 10)
+        reload.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reload
+        gate.set()  # the build finishes after its reload was cancelled
+        assert await asyncio.to_thread(finished.wait, 10)
+        assert await asyncio.to_thread(built[0].closed_event.wait, 10)
+        await watchdog.stop()
+        await scheduler.stop(timeout=5)
+
+    asyncio.run(scenario())
+    assert built[0].closed and scheduler.engine is first
 
 
 def test_memory_sample_without_a_gpu():

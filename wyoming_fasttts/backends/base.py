@@ -16,7 +16,7 @@ import numpy as np
 # The errors an engine raises and the items it runs are part of its contract; they live in the leaf module.
 from ..core import AllocationError, EngineError, SynthesisItem
 
-__all__ = ["AllocationError", "Engine", "EngineError", "EngineMemory", "SynthesisItem"]
+__all__ = ["AllocationError", "Engine", "EngineError", "EngineMemory", "InspectableEngine", "SynthesisItem"]
 
 
 @dataclass
@@ -54,3 +54,11 @@ class Engine(Protocol):
 
     def close(self) -> None:
         """Release everything; called once, after the last ``run`` has returned."""
+
+
+@runtime_checkable
+class InspectableEngine(Engine, Protocol):
+    """An engine ``doctor`` can compare with the CPU reference: one sentence, and the frames it was given."""
+
+    def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
+        """Float32 audio for ``item`` and the frames per token (from stage 1) it was rendered with."""

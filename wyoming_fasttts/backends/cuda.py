@@ -1,17 +1,17 @@
-"""Thin CUDA and NVML helpers for the GPU engines: probing, one device arena, pinned host views, streams.
+"""Thin CUDA helpers for the GPU engines: one device arena, pinned host views, streams, the current device.
 
 cuda-python's ``cuda-bindings`` is NVIDIA's maintained binding of the CUDA runtime API and ships
-manylinux wheels with no build step or toolkit (pycuda, named in the design card, compiles against a local
-CUDA toolkit and has its own context model that fights TensorRT's use of the primary context). NVML
-(``nvidia-ml-py``) answers "which GPU, which driver" without creating a CUDA context, so probing stays
-cheap and works even where the CUDA runtime is the wrong version.
+manylinux wheels with no build step or toolkit (pycuda compiles against a local CUDA toolkit and has its own
+context model that fights TensorRT's use of the primary context). Probing the GPU is NVML's job
+(``memory.probe_gpu``): it needs no CUDA context.
 """
 
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -19,50 +19,6 @@ from ..core import AllocationError, EngineError
 
 ALIGNMENT = 256
 """TensorRT wants 256-byte aligned device memory for contexts and tensors."""
-
-
-@dataclass(frozen=True)
-class GpuInfo:
-    name: str
-    compute_capability: tuple[int, int]
-    total_bytes: int
-    free_bytes: int
-    driver_version: str
-    cuda_driver_version: tuple[int, int]
-
-    @property
-    def cc(self) -> str:
-        return f"{self.compute_capability[0]}.{self.compute_capability[1]}"
-
-
-def probe_gpu(device_id: int = 0) -> tuple[GpuInfo | None, str]:
-    """The GPU at ``device_id`` through NVML, or None and the reason it could not be seen."""
-    try:
-        import pynvml
-    except ImportError:
-        return None, "nvidia-ml-py is not installed (pip extra 'gpu', 'tensorrt' or 'tensorrt-rtx')"
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as err:
-        return None, f"no NVIDIA driver ({err})"
-    try:
-        handle = pynvml.nvmlDeviceGetHandleByIndex(device_id)
-        mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
-        cuda = pynvml.nvmlSystemGetCudaDriverVersion_v2()
-        name = pynvml.nvmlDeviceGetName(handle)
-        info = GpuInfo(
-            name=name.decode() if isinstance(name, bytes) else str(name),
-            compute_capability=tuple(pynvml.nvmlDeviceGetCudaComputeCapability(handle)),
-            total_bytes=int(mem.total),
-            free_bytes=int(mem.free),
-            driver_version=str(pynvml.nvmlSystemGetDriverVersion()),
-            cuda_driver_version=(cuda // 1000, (cuda % 1000) // 10),
-        )
-    except pynvml.NVMLError as err:
-        return None, f"GPU {device_id} not readable through NVML ({err})"
-    finally:
-        pynvml.nvmlShutdown()
-    return info, "ok"
 
 
 def aligned(size: int, alignment: int = ALIGNMENT) -> int:
@@ -90,9 +46,21 @@ class Cuda:
             raise EngineError("cuda-bindings is not installed (pip extra 'tensorrt' or 'tensorrt-rtx')") from err
         self._rt = runtime
         self.device_id = device_id
-        self._check(runtime.cudaSetDevice(device_id), "select GPU")
+        self._bound = threading.local()
+        self.bind()
 
-    def _check(self, result: tuple, what: str, alloc: bool = False):
+    def bind(self) -> None:
+        """Make this GPU the calling thread's current device (once per thread).
+
+        The CUDA runtime's current device is per thread: the scheduler's workers, the warm-up and the thread
+        that closes the engine are not the one that built it, and without this a ``device_id`` other than 0
+        would allocate and run on GPU 0.
+        """
+        if getattr(self._bound, "device", None) != self.device_id:
+            self._check(self._rt.cudaSetDevice(self.device_id), "select GPU")
+            self._bound.device = self.device_id
+
+    def _check(self, result: Any, what: str, alloc: bool = False) -> Any:
         err, *values = result if isinstance(result, tuple) else (result,)
         if err != self._rt.cudaError_t.cudaSuccess:
             name = self._rt.cudaGetErrorName(err)[1].decode()
@@ -136,6 +104,24 @@ class Cuda:
     def on_device(self, dst: int, src: int, nbytes: int, stream: int) -> None:
         kind = self._rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice
         self._check(self._rt.cudaMemcpyAsync(dst, src, nbytes, kind, stream), "copy on the GPU")
+
+    def begin_capture(self, stream: int) -> None:
+        mode = self._rt.cudaStreamCaptureMode.cudaStreamCaptureModeThreadLocal
+        self._check(self._rt.cudaStreamBeginCapture(stream, mode), "start capturing a CUDA graph")
+
+    def end_capture(self, stream: int) -> Any:
+        """The captured graph, instantiated (the plain graph is freed: only the executable is replayed)."""
+        graph = self._check(self._rt.cudaStreamEndCapture(stream), "finish capturing a CUDA graph")
+        try:
+            return self._check(self._rt.cudaGraphInstantiate(graph, 0), "instantiate a CUDA graph", alloc=True)
+        finally:
+            self._check(self._rt.cudaGraphDestroy(graph), "free a captured graph")
+
+    def launch(self, graph_exec: Any, stream: int) -> None:
+        self._check(self._rt.cudaGraphLaunch(graph_exec, stream), "replay a CUDA graph")
+
+    def destroy_graph(self, graph_exec: Any) -> None:
+        self._check(self._rt.cudaGraphExecDestroy(graph_exec), "free a CUDA graph")
 
     def synchronize(self, stream: int) -> None:
         self._check(self._rt.cudaStreamSynchronize(stream), "run on the GPU")

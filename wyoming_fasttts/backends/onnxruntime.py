@@ -17,17 +17,26 @@ import queue
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import onnxruntime as ort
+
+from ..core import EngineError, SynthesisItem
+from .base import EngineMemory, InspectableEngine
+
+try:
+    import onnxruntime as ort
+except ImportError as err:  # the base install carries no ONNX Runtime: the extras pick exactly one
+    raise EngineError("ONNX Runtime is not installed: install the server with one ONNX Runtime extra, "
+                      "'wyoming-fasttts[cpu]' (any machine) or 'wyoming-fasttts[gpu]' (ONNX Runtime CUDA)") from err
 
 from ..assets import ModelAssets
 from ..config import Settings
-from ..core import EngineError, SynthesisItem
 from .alignment import alignment, frame_counts
-from .base import EngineMemory
 from .batching import stage1_feeds, stage2_feeds, unpad_audio
+
+if TYPE_CHECKING:
+    from ..graphs.batched import BatchedGraphs
 from .memory import process_rss_bytes
 
 _LOGGER = logging.getLogger(__name__)
@@ -61,11 +70,35 @@ def run_options(shrink_arena: bool) -> ort.RunOptions:
 
 
 def cuda_providers(device_id: int) -> list[Any]:
-    """CUDA first with settings that keep work on the GPU and stable: no per-shape cuDNN search."""
+    """CUDA first with settings that keep work on the GPU and stable: no per-shape cuDNN search.
+
+    The CUDA and cuDNN libraries the provider links against come as wheels with the ``gpu`` extra; they are
+    not on the loader's path, so ``preload_dlls`` loads them first (it also finds PyTorch's copies)."""
     if CUDA_PROVIDER not in ort.get_available_providers():
         raise EngineError("ONNX Runtime has no CUDA provider here: pip install 'wyoming-fasttts[gpu]'")
+    if hasattr(ort, "preload_dlls"):
+        ort.preload_dlls()
     options = {"device_id": device_id, "cudnn_conv_algo_search": "HEURISTIC", "do_copy_in_default_stream": True}
     return [(CUDA_PROVIDER, options), "CPUExecutionProvider"]
+
+
+def cuda_provider_problem(device_id: int = 0) -> str | None:
+    """None when ONNX Runtime runs a session on CUDA here, else why not (a one-node graph, ~1 s)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "probe",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = min(model.ir_version, onnx.IR_VERSION)
+    try:
+        session = ort.InferenceSession(model.SerializeToString(), providers=cuda_providers(device_id))
+    except Exception as err:  # every failure here is the answer, not a crash
+        return f"{type(err).__name__}: {err}"
+    if session.get_providers()[0] != CUDA_PROVIDER:
+        return "the CUDA provider's libraries did not load (CUDA 13 runtime, cuBLAS or cuDNN 9; see the log above)"
+    return None
 
 
 def pad_tokens(ids: np.ndarray) -> np.ndarray:
@@ -98,7 +131,13 @@ class OnnxRuntimeEngine:
                     ort.InferenceSession(str(stage2), opts, providers=providers))
 
         self._stage1, self._stage2 = pair(options)
-        self._narrow: queue.SimpleQueue = queue.SimpleQueue()
+        if self.device == "cuda" and self._stage1.get_providers()[0] != CUDA_PROVIDER:
+            # ONNX Runtime falls back to the CPU when the CUDA provider's libraries do not load; a server
+            # asked for CUDA must not quietly run on the CPU.
+            raise EngineError("ONNX Runtime could not load its CUDA provider (its log above names the missing "
+                              "library: CUDA 13 runtime, cuBLAS or cuDNN 9; pip install 'wyoming-fasttts[gpu]' "
+                              "brings them, and the NVIDIA driver must support CUDA 13)")
+        self._narrow: queue.SimpleQueue[tuple[ort.InferenceSession, ort.InferenceSession]] = queue.SimpleQueue()
         for _ in range(narrow):
             self._narrow.put(pair(session_options(1)))
         self._running = 0
@@ -181,12 +220,13 @@ class BatchedOnnxRuntimeEngine(OnnxRuntimeEngine):
 
 
 def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: str = "onnxruntime",
-                              flavour: str | None = None) -> OnnxRuntimeEngine:
+                              flavour: str | None = None) -> InspectableEngine:
     """int8 stages on the CPU (``onnxruntime``) or float stages on CUDA (``onnxruntime-cuda``); ``flavour``
     "float" on the CPU is the reference the GPU engines are compared with (the very graphs they run).
 
     With ``engine.batched`` the batched graphs run instead (on CUDA by default, where a batch costs little
-    more than one sentence; on the CPU a batch of four took longer per item than four sentences alone).
+    more than one sentence; on the CPU a batch of four took longer per item than four sentences alone). On
+    CUDA they run at bucket shapes replayed as CUDA graphs (``ort_graphs``).
     """
     eng = settings.engine
     cuda = backend == "onnxruntime-cuda"
@@ -200,6 +240,15 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
     )
     if flavour is None and (eng.batched == "always" or (eng.batched == "auto" and cuda)):
         batched = _batched_graphs(settings, assets, required=eng.batched == "always")
+        if batched is not None and cuda:
+            from .buckets import Buckets
+            from .ort_graphs import GraphOnnxRuntimeEngine
+
+            buckets = Buckets.for_limits(settings.scheduler.max_batch, eng.max_tokens, eng.max_frames,
+                                         eng.batch_frames)
+            return GraphOnnxRuntimeEngine(batched.stage1, batched.stage2, buckets=buckets,
+                                          providers=common["providers"], options=common["options"],
+                                          tail_frames=eng.tail_frames, name=backend, device_id=eng.device_id)
         if batched is not None:
             return BatchedOnnxRuntimeEngine(batched.stage1, batched.stage2,
                                             max_batch=settings.scheduler.max_batch, **common)
@@ -210,7 +259,7 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
     return OnnxRuntimeEngine(graphs.path(flavour, "stage1"), graphs.path(flavour, "stage2"), narrow=narrow, **common)
 
 
-def _batched_graphs(settings: Settings, assets: ModelAssets, required: bool):
+def _batched_graphs(settings: Settings, assets: ModelAssets, required: bool) -> BatchedGraphs | None:
     """The exported batched graphs, or None (logged) where they are not built and ``required`` is off."""
     from ..graphs.batched import ExportError, ensure_batched_graphs
 

@@ -36,7 +36,7 @@ from ..config import Settings
 from ..core import EngineError
 from ..graphs.convert import STAGES, GraphSet
 from .batching import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS
-from .cuda import probe_gpu
+from .memory import probe_gpu
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -186,17 +186,19 @@ class PlanCache:
             record = PlanRecord(**json.loads(record_path.read_text()))
             data = plan_path.read_bytes()
         except (OSError, ValueError, TypeError) as err:
-            return self._discard(key, f"its record is unreadable ({err})")
+            self._discard(key, f"its record is unreadable ({err})")
+            return None
         if record.key != key.fields():
-            return self._discard(key, "its record belongs to another key")
+            self._discard(key, "its record belongs to another key")
+            return None
         if len(data) != record.plan_bytes or hashlib.sha256(data).hexdigest() != record.plan_sha256:
-            return self._discard(key, "its bytes do not match its record (truncated or corrupted)")
+            self._discard(key, "its bytes do not match its record (truncated or corrupted)")
+            return None
         return data, record
 
     def _discard(self, key: PlanKey, why: str) -> None:
         _LOGGER.warning("Plan %s is corrupt: %s; it will be rebuilt", key.filename, why)
         self.invalidate(key)
-        return None
 
     def invalidate(self, key: PlanKey) -> None:
         for path in self._paths(key):
@@ -207,7 +209,8 @@ class PlanCache:
         self.directory.mkdir(parents=True, exist_ok=True)
         plan_path, record_path = self._paths(key)
         record = PlanRecord(key=key.fields(), plan_sha256=hashlib.sha256(plan).hexdigest(), plan_bytes=len(plan),
-                            build_seconds=round(build_seconds, 2), **stats)
+                            build_seconds=round(build_seconds, 2), weights_bytes=stats.get("weights_bytes"),
+                            activation_bytes=stats.get("activation_bytes"))
         for path, payload in ((plan_path, plan), (record_path, json.dumps(asdict(record), indent=2).encode())):
             tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
             tmp.write_bytes(payload)
@@ -235,10 +238,10 @@ def target_compute_capability(settings: Settings, backend: str) -> str:
     raise EngineError(f"full TensorRT builds plans on the GPU they run on, and none is usable: {why}")
 
 
-def _logger(trt: ModuleType) -> Any:
+def _logger(trt: Any) -> Any:
     """A TensorRT logger forwarding warnings to logging and keeping INFO lines (memory statistics)."""
 
-    class _Logger(trt.ILogger):
+    class _Logger(trt.ILogger):  # type: ignore[misc]  # TensorRT's classes are untyped
         def __init__(self) -> None:
             trt.ILogger.__init__(self)
             self.lines: list[str] = []
@@ -253,10 +256,10 @@ def _logger(trt: ModuleType) -> Any:
     return _Logger()
 
 
-def _progress(trt: ModuleType, label: str) -> Any:
+def _progress(trt: Any, label: str) -> Any:
     """Prints the builder's top-level phases with elapsed time, so a minute-long build is not silent."""
 
-    class _Progress(trt.IProgressMonitor):
+    class _Progress(trt.IProgressMonitor):  # type: ignore[misc]  # TensorRT's classes are untyped
         def __init__(self) -> None:
             trt.IProgressMonitor.__init__(self)
             self.start = time.monotonic()
@@ -293,7 +296,7 @@ def _side_cache(directory: Path, kind: str, key: PlanKey) -> Path:
 
 def runtime_cache_path(settings: Settings, key: PlanKey) -> Path:
     """Where TensorRT-RTX keeps the kernels it compiled on this GPU between runs."""
-    return _side_cache(Path(settings.engine.engine_dir), "runtime", key)
+    return _side_cache(settings.engine.engine_path, "runtime", key)
 
 
 def build_plan(trt: ModuleType, graph: Path, key: PlanKey, cache: PlanCache, progress: bool = True
@@ -391,14 +394,9 @@ def plan_keys(settings: Settings, graphs: StageGraphs, backend: str, version: st
 def ensure_plans(settings: Settings, graphs: StageGraphs, backend: str, *, max_frames: int | None = None,
                  rebuild: bool = False, progress: bool = True) -> dict[str, Plan]:
     """Plans for both stages from the cache, building what is missing, stale or corrupt."""
-    if settings.engine.precision != "fp32":
-        raise EngineError(
-            "precision fp16 is not available yet: a plain fp16 stage 2 outputs NaN and the fp32 islands it "
-            "needs are not done (docs/TENSORRT.md); use fp32"
-        )
     trt = import_tensorrt(backend)
     cc = target_compute_capability(settings, backend)
-    cache = PlanCache(Path(settings.engine.engine_dir))
+    cache = PlanCache(settings.engine.engine_path)
     plans = {}
     for stage, key in plan_keys(settings, graphs, backend, trt.__version__, cc, max_frames).items():
         found = None if rebuild else cache.load(key)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..config import Settings
-from .cuda import GpuInfo, probe_gpu
+from .memory import GpuInfo, probe_gpu
 
 TENSORRT_RTX_ARCHS = ((8, 0), (8, 6), (8, 9), (12, 0), (12, 1))
 """Compute capabilities TensorRT-RTX 1.7 runs engines on, as its own refusal on an H200 (9.0) listed them."""
@@ -28,8 +28,10 @@ class Probe:
 
 
 def _ort_providers() -> list[str]:
-    import onnxruntime
-
+    try:
+        import onnxruntime
+    except ImportError:  # neither ONNX Runtime extra installed; the engine factory says so
+        return []
     return list(onnxruntime.get_available_providers())
 
 

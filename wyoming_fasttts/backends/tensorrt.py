@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,10 +92,10 @@ def choose_slots(requested: int, budget_bytes: int, weights_bytes: int, per_slot
     return int(min(fit, 4))
 
 
-def _output_allocator(trt: ModuleType, ptr: int, capacity: int) -> Any:
+def _output_allocator(trt: Any, ptr: int, capacity: int) -> Any:
     """Hands TensorRT the preallocated buffer for a data-dependent output, never new memory."""
 
-    class _Fixed(trt.IOutputAllocator):
+    class _Fixed(trt.IOutputAllocator):  # type: ignore[misc]  # TensorRT's classes are untyped
         def __init__(self) -> None:
             trt.IOutputAllocator.__init__(self)
             self.shape: tuple[int, ...] | None = None
@@ -116,9 +117,8 @@ class _Slot(Lane):
 
     def __init__(self, trt: ModuleType, engines: dict[str, Any], cuda: Cuda, base: int, limits: Limits,
                  runtime_cache: Any, tail_frames: int) -> None:
-        scratch = max(int(e.device_memory_size_v2) for e in engines.values())
-        super().__init__(trt, cuda, base, scratch, tensor_bytes(limits), HOST_TENSORS, runtime_cache)
-        self.limits, self.tail_frames = limits, tail_frames
+        super().__init__(trt, engines, cuda, base, tensor_bytes(limits), HOST_TENSORS, runtime_cache, tail_frames)
+        self.limits = limits
         self.contexts = {stage: self.context(engine) for stage, engine in engines.items()}
         s1, s2 = self.contexts["stage1"], self.contexts["stage2"]
         for name in ("tokens", "style", "speed", "durations", "d", "t_en"):
@@ -208,21 +208,26 @@ class TensorRTEngine:
         self._runtime_cache = self._load_runtime_cache()
         ctx_bytes = {s: int(e.device_memory_size_v2) for s, e in self._engines.items()}
         self.weights_bytes = sum(p.record.weights_bytes or len(p.data) for p in plans.values())
-        lane_limits: Limits | BatchLimits = limits
+        lane_limits: Limits | BatchLimits
         if plans["stage1"].key.batched:
-            lane_limits = BatchLimits.from_keys(plans["stage1"].key, plans["stage2"].key)
-            lane_type, tensors, self.max_batch = BatchedLane, batched_tensor_bytes(lane_limits), lane_limits.max_batch
+            lane_limits = batch_limits = BatchLimits.from_keys(plans["stage1"].key, plans["stage2"].key)
+            tensors, self.max_batch = batched_tensor_bytes(batch_limits), batch_limits.max_batch
+
+            def lane(base: int) -> _Slot | BatchedLane:
+                return BatchedLane(trt, self._engines, self._cuda, base, batch_limits, self._runtime_cache, tail_frames)
         else:
-            lane_type, tensors, self.max_batch = _Slot, tensor_bytes(limits), 1
+            lane_limits, tensors, self.max_batch = limits, tensor_bytes(limits), 1
+
+            def lane(base: int) -> _Slot | BatchedLane:
+                return _Slot(trt, self._engines, self._cuda, base, limits, self._runtime_cache, tail_frames)
         per_slot = slot_bytes(ctx_bytes, tensors)
         self.slots = choose_slots(slots, budget_bytes, self.weights_bytes, per_slot)
         self.pool_bytes = per_slot * self.slots
         self._pool = self._cuda.malloc(self.pool_bytes)
-        self._lanes = [lane_type(trt, self._engines, self._cuda, self._pool + i * per_slot, lane_limits,
-                                 self._runtime_cache, tail_frames) for i in range(self.slots)]
+        self._lanes = [lane(self._pool + i * per_slot) for i in range(self.slots)]
         self._free: queue.SimpleQueue[_Slot | BatchedLane] = queue.SimpleQueue()
-        for lane in self._lanes:
-            self._free.put(lane)
+        for each in self._lanes:
+            self._free.put(each)
         _LOGGER.info("%s %s: %d slot(s) of batch %d, %.0f MB context+tensor pool, %.0f MB weights, up to %d frames",
                      backend, trt.__version__, self.slots, self.max_batch, self.pool_bytes / 1e6,
                      self.weights_bytes / 1e6, lane_limits.frames)
@@ -247,18 +252,29 @@ class TensorRTEngine:
             tmp.replace(self._cache_path)
 
     def warmup(self) -> None:
-        """Every slot on a few batch sizes and lengths, so JIT compilation happens now, not live. For batched
-        plans each (rows, frames) profile is aimed at with rows of about an eighth of its frames in ids
-        (4-5 frames per id is typical), so every stage-2 context runs once."""
+        """Every slot on a few batch sizes and lengths, so JIT compilation happens now, not live. Batched
+        lanes meet every bucket shape (and capture its CUDA graph) instead."""
+        self._cuda.bind()
         rng = np.random.default_rng(0)
         style = rng.standard_normal(STYLE_DIM).astype(np.float32) * 0.1
-        lengths = [(1, 24), (1, 96)]
-        if isinstance(self._lanes[0], BatchedLane):
-            lengths = [(b, max(8, f // 8)) for b, f in self._lanes[0].limits.shapes]
         for lane in self._lanes:
-            for rows, n in lengths:
-                lane.run([SynthesisItem(ids=np.full(n, 16, np.int64), style=style)] * rows)
+            if isinstance(lane, BatchedLane):
+                started = time.perf_counter()
+                shapes = lane.warm(style)
+                _LOGGER.info("warm-up: %d bucket shapes planned and captured in %.1f s", shapes,
+                             time.perf_counter() - started)
+            else:
+                for n in (24, 96):
+                    lane.run([SynthesisItem(ids=np.full(n, 16, np.int64), style=style)])
         self._save_runtime_cache()
+
+    @property
+    def replay(self) -> str:
+        """How the lanes run, for doctor."""
+        lane = self._lanes[0]
+        if isinstance(lane, BatchedLane):
+            return f"CUDA graphs captured around enqueue: {len(lane.replay.graphs)} per lane"
+        return "no CUDA graphs (batch-1 plans)"
 
     def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
         return [audio for audio, _ in self.synthesize_batch(items)]
@@ -269,6 +285,7 @@ class TensorRTEngine:
 
     def synthesize_batch(self, items: Sequence[SynthesisItem]) -> list[tuple[np.ndarray, np.ndarray]]:
         """``synthesize`` for each item, as one batch on batched plans (doctor checks its rows)."""
+        self._cuda.bind()
         lane = self._free.get()
         try:
             return lane.run(items)
@@ -276,6 +293,7 @@ class TensorRTEngine:
             self._free.put(lane)
 
     def memory(self) -> EngineMemory:
+        self._cuda.bind()
         free, total = self._cuda.mem_info()
         return EngineMemory(
             host_rss_bytes=process_rss_bytes(), weights_bytes=self.weights_bytes, workspace_bytes=self.pool_bytes,
@@ -283,6 +301,7 @@ class TensorRTEngine:
         )
 
     def close(self) -> None:
+        self._cuda.bind()
         self._save_runtime_cache()
         for lane in self._lanes:
             lane.close()

@@ -42,13 +42,50 @@ def create_context(trt: ModuleType, engine: Any, runtime_cache: Any) -> Any:
     return context
 
 
+class GraphReplay:
+    """TensorRT enqueues captured as CUDA graphs, one per (context, input shapes), replayed ever after.
+
+    Capture around enqueue is the path both TensorRT and TensorRT-RTX document: after the input shapes are
+    set, one plain ``execute_async_v3`` (it runs deferred shape work and, on TensorRT-RTX, compiles the
+    shape's kernels), then the same call inside stream capture. Every tensor sits at a fixed address in the
+    lane's block and the scratch is shared, so a replay needs nothing but the uploads before it. Shapes are
+    bucketed (``buckets``), so a lane meets a small fixed set and captures them all at warm-up.
+    """
+
+    def __init__(self, cuda: Cuda, enabled: bool = True) -> None:
+        self.cuda, self.enabled = cuda, enabled
+        self.graphs: dict[tuple[object, ...], Any] = {}
+
+    def execute(self, context: Any, stream: int, key: tuple[object, ...], what: str) -> None:
+        graph = self.graphs.get(key)
+        if graph is not None:
+            self.cuda.launch(graph, stream)
+            return
+        Lane.execute(context, stream, what)  # this call's result; and flushes work capture must not see
+        if self.enabled:
+            self.cuda.begin_capture(stream)
+            try:
+                ok = context.execute_async_v3(stream)
+            finally:
+                graph = self.cuda.end_capture(stream)
+            if not ok:
+                self.cuda.destroy_graph(graph)
+                raise EngineError(f"TensorRT failed to enqueue {what} while capturing it")
+            self.graphs[key] = graph
+
+    def close(self) -> None:
+        for graph in self.graphs.values():
+            self.cuda.destroy_graph(graph)
+        self.graphs.clear()
+
+
 class Lane:
     """A stream, device tensors at fixed addresses in the lane's block, pinned host buffers for ``host_tensors``."""
 
-    def __init__(self, trt: ModuleType, cuda: Cuda, base: int, scratch_bytes: int, tensors: dict[str, int],
-                 host_tensors: Iterable[str], runtime_cache: Any) -> None:
-        self.trt, self.cuda, self.runtime_cache = trt, cuda, runtime_cache
-        self.scratch_bytes = scratch_bytes
+    def __init__(self, trt: ModuleType, engines: dict[str, Any], cuda: Cuda, base: int, tensors: dict[str, int],
+                 host_tensors: Iterable[str], runtime_cache: Any, tail_frames: int) -> None:
+        self.trt, self.cuda, self.runtime_cache, self.tail_frames = trt, cuda, runtime_cache, tail_frames
+        self.scratch_bytes = scratch_bytes = max(int(e.device_memory_size_v2) for e in engines.values())
         self.stream = cuda.stream()
         offsets, _ = lane_layout(scratch_bytes, tensors)
         self.dev = {name: base + off for name, off in offsets.items()}
@@ -80,7 +117,8 @@ class Lane:
 
     def view(self, name: str, dtype: Any, shape: tuple[int, ...]) -> np.ndarray:
         """The first ``prod(shape)`` elements of pinned buffer ``name`` as an array of that shape."""
-        return self.host[name].view(dtype)[:int(np.prod(shape))].reshape(shape)
+        view: np.ndarray = self.host[name].view(dtype)[:int(np.prod(shape))].reshape(shape)
+        return view
 
     @staticmethod
     def execute(context: Any, stream: int, what: str) -> None:

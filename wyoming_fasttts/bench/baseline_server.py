@@ -10,8 +10,8 @@ benchmark's ratios say what this project's server adds over the obvious way:
   one client's answer holds every other client until it is finished;
 - the model's audio sent as it is, its ~0.4 s of leading and ~1 s of trailing silence included;
 - describe, one-shot synthesize (one audio cycle, each sentence's audio sent as soon as it is ready) and
-  streaming like wyoming-piper: complete sentences out of the synthesize-chunk text, one audio cycle per
-  sentence, then synthesize-stopped.
+  streaming like wyoming-piper: complete sentences out of the synthesize-chunk text (sentence-stream, the
+  splitter wyoming-piper uses), one audio cycle per sentence, then synthesize-stopped.
 
     python -m wyoming_fasttts.bench.baseline_server --uri tcp://127.0.0.1:10300 [--threads N] [--data-dir DIR]
 """
@@ -22,13 +22,14 @@ import argparse
 import asyncio
 import json
 import logging
-import re
 from functools import partial
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import numpy as np
 import onnxruntime as ort
+from sentence_stream import SentenceBoundaryDetector, stream_to_sentences
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event
@@ -43,8 +44,6 @@ from ..config import load_settings
 RATE = 24000
 SAMPLES_PER_CHUNK = 1024  # wyoming-piper's default --samples-per-chunk
 MAX_TOKENS = 510
-_SENTENCE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;\n]*|[。！？!?；;\n]+")
-_END = "。！？!?；;\n"
 
 _LOCK = asyncio.Lock()  # one model for every client, as wyoming-piper's _VOICE_LOCK
 
@@ -77,34 +76,12 @@ class PlainKokoro:
         return to_pcm16(audio.reshape(-1))
 
 
-def sentences(text: str) -> list[str]:
-    return [s for s in (m.strip() for m in _SENTENCE.findall(text)) if s.strip(_END)]
-
-
-class SentenceStream:
-    """Complete sentences out of streamed text (wyoming-piper's SentenceBoundaryDetector, for Chinese marks)."""
-
-    def __init__(self) -> None:
-        self._pending = ""
-
-    def add(self, text: str) -> list[str]:
-        self._pending += text
-        pieces = _SENTENCE.findall(self._pending)
-        done = pieces if pieces and pieces[-1][-1] in _END else pieces[:-1]
-        self._pending = self._pending[sum(map(len, done)):]
-        return [s for s in (p.strip() for p in done) if s.strip(_END)]
-
-    def finish(self) -> list[str]:
-        rest, self._pending = self._pending, ""
-        return sentences(rest)
-
-
 class BaselineHandler(AsyncEventHandler):
-    def __init__(self, info: Info, model: PlainKokoro, *args, **kwargs) -> None:
+    def __init__(self, info: Info, model: PlainKokoro, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._info = info
         self._model = model
-        self._stream: SentenceStream | None = None
+        self._stream: SentenceBoundaryDetector | None = None
 
     async def handle_event(self, event: Event) -> bool:
         try:
@@ -119,18 +96,18 @@ class BaselineHandler(AsyncEventHandler):
             await self.write_event(self._info.event())
         elif Synthesize.is_type(event.type):
             if self._stream is None:  # inside a stream it is only the copy sent for older servers
-                parts = sentences(Synthesize.from_event(event).text)
+                parts = list(stream_to_sentences([Synthesize.from_event(event).text]))
                 await self.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
                 for part in parts:
                     await self._speak(part)
                 await self.write_event(AudioStop().event())
         elif SynthesizeStart.is_type(event.type):
-            self._stream = SentenceStream()
+            self._stream = SentenceBoundaryDetector()
         elif SynthesizeChunk.is_type(event.type) and self._stream is not None:
-            for part in self._stream.add(SynthesizeChunk.from_event(event).text):
+            for part in self._stream.add_chunk(SynthesizeChunk.from_event(event).text):
                 await self._speak_cycle(part)
         elif SynthesizeStop.is_type(event.type) and self._stream is not None:
-            for part in self._stream.finish():
+            for part in filter(None, [self._stream.finish()]):
                 await self._speak_cycle(part)
             self._stream = None
             await self.write_event(SynthesizeStopped().event())
@@ -178,7 +155,7 @@ async def serve(uri: str, model: PlainKokoro, voice: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--uri", default="tcp://127.0.0.1:10300")
-    parser.add_argument("--data-dir", help="where the model and voices are (default: config.yaml's)")
+    parser.add_argument("--data-dir", help="where the model and voices are (default: defaults.yaml's)")
     parser.add_argument("--model", help="a local Kokoro v1.0 ONNX file instead of the shipped int8 one")
     parser.add_argument("--voice", default="zf_xiaobei")
     parser.add_argument("--threads", type=int, default=0, help="ONNX Runtime intra-op threads (0 = its default)")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -53,7 +53,7 @@ def mib(value: int | None) -> float | None:
 
 # ------------------------------------------------------------------------------------------- ratios, goals
 
-def ratios(report: dict, ours: str, baseline: str) -> dict[str, float]:
+def ratios(report: dict[str, Any], ours: str, baseline: str) -> dict[str, float]:
     """How ``ours`` compares with ``baseline`` in the same run (>1 = ours better, except *_ratio_ttfa)."""
     out: dict[str, float] = {}
     seq = report.get("sequential", {}).get("rows", {})
@@ -74,9 +74,9 @@ def ratios(report: dict, ours: str, baseline: str) -> dict[str, float]:
     return out
 
 
-def goals(report: dict, ours: str, gpu: bool) -> list[dict]:
+def goals(report: dict[str, Any], ours: str, gpu: bool) -> list[dict[str, Any]]:
     """The issue's targets that apply to this engine, each with the measured value and whether it is met."""
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
 
     def check(goal: str, value: float | None, ok: bool | None) -> None:
         if value is not None:
@@ -116,7 +116,7 @@ def md_table(heading: str, columns: list[str], rows: list[list[object]]) -> list
             *("| " + " | ".join(map(str, row)) + " |" for row in rows), ""]
 
 
-def markdown(report: dict) -> str:
+def markdown(report: dict[str, Any]) -> str:
     meta = report["meta"]
     lines = [f"## `wyoming-fasttts bench` — {meta['date']}, {meta['machine']}", "",
              f"Command: `{meta['command']}`", ""]
@@ -158,7 +158,7 @@ def markdown(report: dict) -> str:
 
 # ---------------------------------------------------------------------------------------------------- plot
 
-def plot(report: dict, path: Path) -> None:
+def plot(report: dict[str, Any], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -181,11 +181,12 @@ def plot(report: dict, path: Path) -> None:
     axes[0][1].set(title="throughput", xlabel="concurrent clients", ylabel="requests / s")
     axes[1][0].set(title="latency under load", xlabel="concurrent clients", ylabel="ms", yscale="log")
     ax = axes[1][1]
-    names = list((fa or {}).get("rows", {}))
-    keys = sorted({k for rows in (fa or {}).get("rows", {}).values() for k in rows})
+    fa_rows = (fa or {}).get("rows", {})
+    names = list(fa_rows)
+    keys = sorted({k for rows in fa_rows.values() for k in rows})
     width = 0.8 / max(1, len(names))
     for i, name in enumerate(names):
-        ax.bar(np.arange(len(keys)) + i * width, [fa["rows"][name].get(k, {}).get("ttfa_mean", 0) for k in keys],
+        ax.bar(np.arange(len(keys)) + i * width, [fa_rows[name].get(k, {}).get("ttfa_mean", 0) for k in keys],
                width, label=name)
     ax.set_xticks(np.arange(len(keys)) + width * (len(names) - 1) / 2, keys, rotation=20, fontsize=7)
     ax.set(title="time to first audio", ylabel="ms")

@@ -24,6 +24,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from ..cli.options import add_settings_arguments
 from ..config import Settings
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     servers, engines = _start_servers(args, settings, out / "logs")
-    report: dict = {"meta": _meta(args, settings), "servers": {}}
+    report: dict[str, Any] = {"meta": _meta(args, settings), "servers": {}}
     try:
         asyncio.run(_measure(args, phases, servers, report))
         if "wyoming-bench" in phases:
@@ -127,7 +128,7 @@ def _start_servers(args: argparse.Namespace, settings: Settings, logs: Path) -> 
     return servers, engines
 
 
-async def _measure(args: argparse.Namespace, phases: list[str], servers: list[Served], report: dict) -> None:
+async def _measure(args: argparse.Namespace, phases: list[str], servers: list[Served], report: dict[str, Any]) -> None:
     br = bench_report
     uris = {s.name: s.uri for s in servers}
     for uri in uris.values():  # first requests pay for lazy initialisation in either server
@@ -140,7 +141,7 @@ async def _measure(args: argparse.Namespace, phases: list[str], servers: list[Se
         }
         _sample_gpu(servers, report)
     if "load" in phases:
-        levels: dict[str, list[dict]] = {name: [] for name in uris}
+        levels: dict[str, list[dict[str, Any]]] = {name: [] for name in uris}
         for clients in (int(c) for c in args.concurrency.split(",")):
             per_pass = max(1, max(args.requests, 2 * clients) // args.load_passes)
             pooled: dict[str, LoadResult] = {}
@@ -161,26 +162,26 @@ async def _measure(args: argparse.Namespace, phases: list[str], servers: list[Se
                                           for n, rows in samples.items()}}
 
 
-def _external(args: argparse.Namespace, servers: list[Served], report: dict) -> None:
+def _external(args: argparse.Namespace, servers: list[Served], report: dict[str, Any]) -> None:
     names = {s.host_port: s.name for s in servers}
     outputs, rows = bench_external.run_passes(list(names), args.replies, args.wb_rounds, 1, args.wb_passes)
     pooled = bench_external.pooled(rows)
     ours_fa = report.get("first_audio", {}).get("rows", {})
-    table = []
+    table: list[dict[str, Any]] = []
     for (server, mode), acc in pooled.items():
         name = names.get(server, server)
         mine = [row["ttfa_mean"] for key, row in ours_fa.get(name, {}).items()
                 if key.startswith("reply") and key.endswith("one-shot" if mode == "non_streaming" else "/streaming")]
         table.append({"name": name, "mode": mode, **acc,
                       "ours_ttfa_mean_ms": statistics.fmean(mine) if mine else None})
-    by = {(row["name"], row["mode"]): row["ttft_mean_ms"] for row in table}
+    by: dict[tuple[str, str], float] = {(row["name"], row["mode"]): row["ttft_mean_ms"] for row in table}
     ratio = {name: {mode: value / by[(BASELINE, mode)] for (n, mode), value in by.items()
                     if n == name and (BASELINE, mode) in by}
              for name in {s.name for s in servers} - {BASELINE}}
     report["wyoming_bench"] = {"texts": args.replies, "outputs": outputs, "pooled": table, "ttfa_ratio": ratio}
 
 
-def _sample_gpu(servers: list[Served], report: dict) -> None:
+def _sample_gpu(servers: list[Served], report: dict[str, Any]) -> None:
     """NVML reports current use only, so the peak is the largest of the readings taken after each phase."""
     for s in servers:
         used = s.gpu_bytes()
@@ -189,10 +190,10 @@ def _sample_gpu(servers: list[Served], report: dict) -> None:
             entry["gpu_mib"] = max(entry.get("gpu_mib") or 0.0, round(used / (1 << 20), 1))
 
 
-def _meta(args: argparse.Namespace, settings: Settings) -> dict:
+def _meta(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     import onnxruntime
 
-    from ..backends.cuda import probe_gpu
+    from ..backends.memory import probe_gpu
 
     gpu, _ = probe_gpu(settings.engine.device_id)
     cpu = platform.processor() or platform.machine()
@@ -209,7 +210,7 @@ def _meta(args: argparse.Namespace, settings: Settings) -> dict:
             "flags": {k: v for k, v in vars(args).items() if k in _RECORDED_FLAGS}}
 
 
-def _write(report: dict, out: Path) -> None:
+def _write(report: dict[str, Any], out: Path) -> None:
     import json
 
     text = bench_report.markdown(report)

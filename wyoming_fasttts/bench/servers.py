@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..backends.memory import gpu_process_bytes, peak_rss_bytes
 from ..config import Settings
 
 BASELINE_MODULE = "wyoming_fasttts.bench.baseline_server"
@@ -29,7 +30,7 @@ class Served:
 
     name: str
     uri: str
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen[bytes] | None = None
     log: Path | None = None
 
     @property
@@ -38,36 +39,11 @@ class Served:
 
     def peak_rss_bytes(self) -> int | None:
         """Peak resident memory since the process started (the kernel's high-water mark)."""
-        if self.process is None:
-            return None
-        with open(f"/proc/{self.process.pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-        return None
+        return None if self.process is None else peak_rss_bytes(self.process.pid)
 
     def gpu_bytes(self) -> int | None:
         """GPU memory NVML charges to this process, or None without NVML, a GPU or a process."""
-        if self.process is None:
-            return None
-        try:
-            import pynvml
-        except ImportError:
-            return None
-        try:
-            pynvml.nvmlInit()
-        except pynvml.NVMLError:
-            return None
-        try:
-            total = 0
-            for index in range(pynvml.nvmlDeviceGetCount()):
-                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-                for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
-                    if proc.pid == self.process.pid and proc.usedGpuMemory is not None:
-                        total += int(proc.usedGpuMemory)
-            return total or None
-        finally:
-            pynvml.nvmlShutdown()
+        return None if self.process is None else gpu_process_bytes(self.process.pid)
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:
@@ -83,7 +59,7 @@ class Served:
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        return int(sock.getsockname()[1])
 
 
 def ours_command(args: argparse.Namespace, engine: str, port: int) -> list[str]:

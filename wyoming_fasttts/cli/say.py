@@ -6,13 +6,15 @@ import argparse
 import asyncio
 import sys
 
+from ..core import MAX_SPEED, MIN_SPEED
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("text", help="text to speak ('-' reads standard input)")
     parser.add_argument("-o", "--output", default="out.wav", help="WAV file, or '-' for raw 16-bit PCM on stdout")
     parser.add_argument("--uri", dest="target", default="tcp://127.0.0.1:10200", help="server address")
     parser.add_argument("--voice", help="voice name")
-    parser.add_argument("--speed", type=float, help="speaking rate, 0.5..2.0")
+    parser.add_argument("--speed", type=float, help=f"speaking rate, {MIN_SPEED}..{MAX_SPEED}")
     parser.add_argument("--stream", action="store_true",
                         help="send the text as a synthesize stream, sentence by sentence")
 

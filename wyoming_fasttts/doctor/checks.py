@@ -14,19 +14,27 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import mmap
 import platform
+import re
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from importlib import metadata
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..assets import ModelAssets
+from ..backends.base import Engine, InspectableEngine
 from ..cli.options import add_settings_arguments
 from ..config import Settings
 from ..core import SynthesisItem
+
+if TYPE_CHECKING:
+    from ..backends.memory import GpuInfo
 
 SENTENCES = (
     "欢迎使用语音合成系统。",
@@ -42,14 +50,27 @@ _DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu", "onnx", "numpy", "tensorrt-r
 
 @dataclass
 class Check:
+    """One finding; ``engines`` names the backends it matters to (empty: every one). The verdict counts only
+    the checks of the engine the server will run: a TensorRT-RTX refusal says nothing about ONNX Runtime CUDA."""
+
     ok: bool
     what: str
+    engines: tuple[str, ...] = ()
+
+    def concerns(self, backend: str) -> bool:
+        return not self.engines or backend in self.engines
+
+
+_TENSORRT = ("tensorrt", "tensorrt-rtx")
+_WHEEL_ENGINES = {"tensorrt-rtx-cu12": ("tensorrt-rtx",), "tensorrt-cu12": ("tensorrt",)}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_settings_arguments(parser)
     parser.add_argument("--runs", type=int, default=20, help="timed runs per sentence and engine (default 20)")
     parser.add_argument("--cpu-runs", type=int, default=3, help="timed CPU reference runs per sentence (default 3)")
+    parser.add_argument("--onnxruntime-cuda-only", action="store_true",
+                        help="only check that ONNX Runtime runs on CUDA here; exit 0 if it does (seconds, no model)")
 
 
 def _versions() -> dict[str, str]:
@@ -67,44 +88,161 @@ def _cuda_major(dist: str) -> int | None:
     return int(dist.rsplit("-cu", 1)[1]) if "-cu" in dist else None
 
 
-def environment_checks(settings: Settings) -> tuple[list[str], list[Check]]:
-    """Lines describing the machine, and whether its pieces fit together."""
-    from ..backends.cuda import probe_gpu
+def _ort_cuda_major() -> int | None:
+    """CUDA major the installed ONNX Runtime CUDA provider links against (``libcudart.so.13`` -> 13)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("onnxruntime")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        for lib in Path(location, "capi").glob("libonnxruntime_providers_cuda.so*"):
+            with open(lib, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                at = data.find(b"libcudart.so.")  # re cannot search an mmap on every Python (3.12: TypeError)
+                match = re.match(rb"(\d+)", data[at + 13:at + 16]) if at >= 0 else None
+            if match:
+                return int(match.group(1))
+    return None
+
+
+@dataclass(frozen=True)
+class OrtModule:
+    """The ``onnxruntime`` module as Python imports it: version and providers, or why it does not import."""
+
+    version: str | None
+    providers: tuple[str, ...] = ()
+    site: str | None = None
+    """The folder holding the imported package (a site-packages directory)."""
+    problem: str = ""
+
+
+def _ort_module() -> OrtModule:
+    try:
+        import onnxruntime
+    except Exception as err:  # a half-removed install fails in many ways; each is a finding
+        return OrtModule(None, problem=f"{type(err).__name__}: {err}")
+    from pathlib import Path
+
+    return OrtModule(onnxruntime.__version__, tuple(onnxruntime.get_available_providers()),
+                     str(Path(onnxruntime.__file__).parents[1]))
+
+
+def _ort_sites() -> dict[str, str]:
+    """The folder each installed ONNX Runtime distribution put its files in."""
+    sites = {}
+    for dist in ("onnxruntime", "onnxruntime-gpu"):
+        try:
+            sites[dist] = str(metadata.distribution(dist).locate_file(""))
+        except metadata.PackageNotFoundError:
+            continue
+    return sites
+
+
+def onnxruntime_checks(versions: dict[str, str], module: Callable[[], OrtModule] = _ort_module,
+                       sites: dict[str, str] | None = None) -> tuple[list[str], list[Check]]:
+    """Which ONNX Runtime Python really imports, and whether the install is one of the two, whole.
+
+    ``onnxruntime`` and ``onnxruntime-gpu`` install the same module: installed into one environment, the one
+    pip installed last has overwritten the other's files, and uninstalling either deletes files the other
+    still lists. (In two folders, say a virtual environment over the system's packages, the first on the path
+    shadows the other and neither is damaged.) Every engine needs ONNX Runtime (the CPU engine, ONNX Runtime
+    CUDA, and the CPU reference the GPU engines are compared with), so a mixed or broken install fails every
+    verdict.
+    """
+    found, sites = module(), _ort_sites() if sites is None else sites
+    cpu, gpu = versions.get("onnxruntime"), versions.get("onnxruntime-gpu")
+    lines = [f"onnxruntime module: {found.version} from {found.site}, providers {', '.join(found.providers)}"
+             if found.version else f"onnxruntime module: does not import ({found.problem})"]
+    fix = ("pip uninstall -y onnxruntime onnxruntime-gpu, then install the server again with one ONNX Runtime "
+           "extra: '[gpu]' for ONNX Runtime CUDA, '[cpu]' otherwise (pip install '.[gpu]' in a clone)")
+    if cpu and gpu and sites.get("onnxruntime") != sites.get("onnxruntime-gpu") and found.site in sites.values():
+        imported = "onnxruntime" if sites.get("onnxruntime") == found.site else "onnxruntime-gpu"
+        shadowed = "onnxruntime-gpu" if imported == "onnxruntime" else "onnxruntime"
+        lines.append(f"{shadowed} in {sites[shadowed]} is shadowed by {imported} in {found.site} (separate "
+                     f"folders: neither overwrote the other)")
+        cpu, gpu = (cpu, None) if imported == "onnxruntime" else (None, gpu)
+    if cpu and gpu:
+        build = "the CUDA build" if "CUDAExecutionProvider" in found.providers else "the CPU-only build"
+        return lines, [Check(False, f"onnxruntime {cpu} and onnxruntime-gpu {gpu} are both installed: they are one "
+                                    f"module, so the last one pip installed overwrote the other (Python now "
+                                    f"imports {build}) and removing either breaks the other. Fix: {fix}")]
+    if not cpu and not gpu:
+        return lines, [Check(False, "ONNX Runtime is not installed: install the server with one ONNX Runtime "
+                                    "extra, '[cpu]' or '[gpu]' (pip install '.[cpu]' in a clone)")]
+    if found.version is None:
+        return lines, [Check(False, f"{'onnxruntime-gpu' if gpu else 'onnxruntime'} is listed as installed but its "
+                                    f"module does not import: files were removed with another package. "
+                                    f"Fix: {fix}")]
+    if gpu:
+        has_cuda = "CUDAExecutionProvider" in found.providers
+        return lines, [Check(has_cuda, f"onnxruntime-gpu {gpu} has its CUDA provider: "
+                                       f"{'yes' if has_cuda else 'NO, reinstall it: ' + fix}", ("onnxruntime-cuda",))]
+    return lines, [Check(False, "ONNX Runtime CUDA: not installed (onnxruntime is the CPU build); for it, "
+                                "pip uninstall -y onnxruntime, then install the '[gpu]' extra", ("onnxruntime-cuda",))]
+
+
+def environment_checks(settings: Settings, probe: Callable[[int], tuple[GpuInfo | None, str]] | None = None,
+                       versions: dict[str, str] | None = None,
+                       ort_module: Callable[[], OrtModule] = _ort_module, ort_sites: dict[str, str] | None = None
+                       ) -> tuple[list[str], list[Check]]:
+    """Lines describing the machine, and whether its pieces fit together (each check tagged with the engines
+    it concerns). ``probe``, ``versions``, ``ort_module`` and ``ort_sites`` are the machine's unless a test passes
+    fakes."""
+    from ..backends.memory import probe_gpu
     from ..backends.select import tensorrt_rtx_supports
 
-    versions = _versions()
+    versions = _versions() if versions is None else versions
     lines = [f"python {platform.python_version()} on {platform.platform()}"]
     lines += [f"{name} {version}" for name, version in versions.items()]
-    checks: list[Check] = []
-    gpu, why = probe_gpu(settings.engine.device_id)
+    ort_lines, checks = onnxruntime_checks(versions, ort_module, ort_sites)
+    lines += ort_lines
+    gpu, why = (probe or probe_gpu)(settings.engine.device_id)
     if gpu is None:
-        checks.append(Check(False, f"GPU: none usable ({why})"))
+        checks.append(Check(False, f"GPU: none usable ({why})", GPU_BACKENDS))
         return lines, checks
     lines.append(f"GPU {settings.engine.device_id}: {gpu.name}, compute capability {gpu.cc}, "
                  f"{gpu.total_bytes / 2**30:.1f} GiB ({gpu.free_bytes / 2**30:.1f} free), driver {gpu.driver_version}, "
                  f"supports CUDA up to {gpu.cuda_driver_version[0]}.{gpu.cuda_driver_version[1]}")
+    driver_major = gpu.cuda_driver_version[0]
     for dist, version in versions.items():
         major = _cuda_major(dist)
         if major is not None:
-            fits = major <= gpu.cuda_driver_version[0]
+            fits = major <= driver_major
             checks.append(Check(fits, f"{dist} {version} needs a CUDA {major} driver: "
-                                      f"{'yes' if fits else 'NO, update the NVIDIA driver'}"))
+                                      f"{'yes' if fits else 'NO, update the NVIDIA driver'}",
+                                _WHEEL_ENGINES.get(dist, _TENSORRT)))
+    if "onnxruntime-gpu" in versions and (major := _ort_cuda_major()) is not None:
+        fits = major <= driver_major
+        checks.append(Check(fits, f"onnxruntime-gpu {versions['onnxruntime-gpu']} is built for CUDA {major}: the "
+                                  f"driver {'supports it' if fits else 'does NOT, update the NVIDIA driver'}",
+                            ("onnxruntime-cuda",)))
     if "tensorrt-rtx-cu12" in versions:
         ok = tensorrt_rtx_supports(gpu)
-        checks.append(Check(ok, f"TensorRT-RTX runs on compute capability {gpu.cc}: {'yes' if ok else 'no'}"))
-    if "onnxruntime" in versions and "onnxruntime-gpu" in versions:
-        checks.append(Check(False, "onnxruntime and onnxruntime-gpu are both installed and shadow each other: "
-                                   "pip uninstall onnxruntime onnxruntime-gpu, then install one"))
-    try:
-        from ..backends.cuda import Cuda
+        checks.append(Check(ok, f"TensorRT-RTX runs on compute capability {gpu.cc}: {'yes' if ok else 'no'}",
+                            ("tensorrt-rtx",)))
+    if "cuda-bindings" in versions:
+        try:
+            from ..backends.cuda import Cuda
 
-        runtime = Cuda(settings.engine.device_id).runtime_version()
-        lines.append(f"CUDA runtime (cuda-bindings) {runtime // 1000}.{runtime % 1000 // 10}")
-        fits = runtime // 1000 <= gpu.cuda_driver_version[0]
-        checks.append(Check(fits, f"CUDA runtime {runtime // 1000} under this driver: {'yes' if fits else 'NO'}"))
-    except Exception as err:  # any failure here is a finding to report, not a crash
-        checks.append(Check(False, f"CUDA runtime not usable: {err}"))
+            runtime = Cuda(settings.engine.device_id).runtime_version()
+            lines.append(f"CUDA runtime (cuda-bindings) {runtime // 1000}.{runtime % 1000 // 10}")
+            fits = runtime // 1000 <= driver_major
+            checks.append(Check(fits, f"CUDA runtime {runtime // 1000} under this driver: {'yes' if fits else 'NO'}",
+                                _TENSORRT))
+        except Exception as err:  # any failure here is a finding to report, not a crash
+            checks.append(Check(False, f"CUDA runtime not usable: {err}", _TENSORRT))
     return lines, checks
+
+
+def report_checks(checks: list[Check], backend: str) -> bool:
+    """Print every check, marking those that do not concern ``backend``; True when all of its own pass."""
+    print("Checks:")
+    for check in checks:
+        mark = "ok" if check.ok else ("!!" if check.concerns(backend) else "--")
+        aside = "" if check.concerns(backend) else f" (not for {backend}: {', '.join(check.engines)} only)"
+        print(f"  [{mark}] {check.what}{aside}")
+    return all(check.ok for check in checks if check.concerns(backend))
 
 
 def _items(settings: Settings, assets: ModelAssets) -> list[SynthesisItem]:
@@ -130,16 +268,17 @@ def _timed(fn: Callable[[], object], runs: int) -> tuple[float, float]:
     return statistics.median(times), float(np.percentile(times, 99))
 
 
-def _render(engine: object, items: list, runs: int, label: str) -> list[tuple[np.ndarray, np.ndarray]]:
+def _render(engine: InspectableEngine, items: list[SynthesisItem], runs: int, label: str
+            ) -> list[tuple[np.ndarray, np.ndarray]]:
     outputs = [engine.synthesize(item) for item in items]
     for item, (audio, _) in zip(items, outputs, strict=True):
-        p50, p99 = _timed(lambda item=item: engine.synthesize(item), runs)
+        p50, p99 = _timed(partial(engine.synthesize, item), runs)
         print(f"  {label:18} {len(item.ids):3d} ids, {len(audio) / 24000:5.2f} s audio: "
               f"p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  ({runs} runs)")
     return outputs
 
 
-def _reference(settings: Settings, assets: ModelAssets, backend: str) -> object:
+def _reference(settings: Settings, assets: ModelAssets, backend: str) -> InspectableEngine:
     """ONNX Runtime on the CPU over the graphs the GPU engine will run."""
     from ..backends.onnxruntime import create_onnxruntime_engine
 
@@ -149,7 +288,8 @@ def _reference(settings: Settings, assets: ModelAssets, backend: str) -> object:
     return create_onnxruntime_engine(settings, assets, "onnxruntime", flavour="float")
 
 
-def _batch_parity(engine: object, items: list, expected: list, runs: int) -> bool:
+def _batch_parity(engine: Engine, items: list[SynthesisItem], expected: list[tuple[np.ndarray, np.ndarray]],
+                  runs: int) -> bool:
     """All sentences as one batch; each row against the reference alone (same frames, log-mel distance)."""
     from .parity import mel_distance_db
 
@@ -167,6 +307,20 @@ def _batch_parity(engine: object, items: list, expected: list, runs: int) -> boo
     return passed
 
 
+def _onnxruntime_cuda_only(settings: Settings) -> int:
+    """The GPU container asks this before it falls back to ONNX Runtime: CUDA if it really loads, else the CPU."""
+    from ..core import EngineError
+
+    try:
+        from ..backends.onnxruntime import cuda_provider_problem
+
+        problem = cuda_provider_problem(settings.engine.device_id)
+    except EngineError as err:
+        problem = str(err)
+    print(f"ONNX Runtime CUDA: {'works' if problem is None else 'NO, ' + problem}")
+    return 0 if problem is None else 1
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from ..assets import AssetError, ensure_assets
     from ..backends import create_engine
@@ -174,12 +328,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from ..core import EngineError
     from .parity import mel_distance_db
 
+    if args.onnxruntime_cuda_only:
+        return _onnxruntime_cuda_only(settings)
     lines, checks = environment_checks(settings)
     print("Environment:\n" + "\n".join(f"  {line}" for line in lines))
-    print("Checks:\n" + "\n".join(f"  [{'ok' if c.ok else '!!'}] {c.what}" for c in checks))
     backend, reason = (settings.engine.backend, "requested") if settings.engine.backend != "auto" \
         else choose_backend(settings)
-    print(f"Engine: {backend} ({reason})")
+    checks_pass = report_checks(checks, backend)
+    print(f"Engine: {backend} ({reason}); the verdict is about this engine")
     try:
         assets = ensure_assets(settings.assets, voices=[settings.voice.default])
         items = _items(settings, assets)
@@ -191,8 +347,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"FAIL: the CPU reference does not run: {err}")
         return 1
     if backend not in GPU_BACKENDS:
-        missing = [c.what for c in checks if not c.ok] or ["no GPU backend selected"]
+        missing = [c.what for c in checks if not c.ok and not c.concerns(backend)] or ["no GPU backend selected"]
         print("No GPU engine to check: " + "; ".join(missing))
+        if not checks_pass:
+            print("FAIL: the CPU path runs, but the install needs the fix marked [!!] above")
+            return 1
         print("PASS (CPU only): the CPU path works; install a GPU extra on a machine with an NVIDIA GPU to check it")
         return 0
     settings.engine.backend = backend
@@ -201,9 +360,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     except EngineError as err:
         print(f"FAIL: {backend} could not be built or loaded: {err}")
         return 1
+    if not isinstance(engine, InspectableEngine):
+        engine.close()
+        print(f"FAIL: {backend} cannot report the frames it renders, so parity cannot be checked")
+        return 1
     print(f"GPU engine ({engine.name} on {engine.device}, {engine.slots} slot(s)):")
+    replay = getattr(engine, "replay", None)  # bucketed engines: whether each stage replays a CUDA graph
+    if replay:
+        print(f"  replay: {replay}")
     got = _render(engine, items, args.runs, engine.name)
-    passed = all(c.ok for c in checks)
+    passed = checks_pass
     if engine.max_batch > 1:
         passed &= _batch_parity(engine, items, expected, args.runs)
     mem = engine.memory()

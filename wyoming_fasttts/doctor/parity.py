@@ -33,7 +33,8 @@ def _mel_filters() -> np.ndarray:
     lower, centre, upper = edges[:-2, None], edges[1:-1, None], edges[2:, None]
     rise = (bins[None, :] - lower) / (centre - lower)
     fall = (upper - bins[None, :]) / (upper - centre)
-    return np.maximum(0.0, np.minimum(rise, fall)) * (2.0 / (upper - lower))
+    filters: np.ndarray = np.maximum(0.0, np.minimum(rise, fall)) * (2.0 / (upper - lower))
+    return filters
 
 
 def log_mel(audio: np.ndarray) -> np.ndarray:
@@ -44,7 +45,8 @@ def log_mel(audio: np.ndarray) -> np.ndarray:
     n = 1 + (len(x) - _N_FFT) // _HOP
     frames = np.lib.stride_tricks.as_strided(x, (n, _N_FFT), (x.strides[0] * _HOP, x.strides[0]))
     power = np.abs(np.fft.rfft(frames * np.hanning(_N_FFT), axis=1)) ** 2
-    return np.log10(np.maximum(power @ _mel_filters().T, _FLOOR))
+    mel: np.ndarray = np.log10(np.maximum(power @ _mel_filters().T, _FLOOR))
+    return mel
 
 
 def mel_distance_db(a: np.ndarray, b: np.ndarray) -> float:

@@ -1,4 +1,5 @@
-"""Batched Kokoro graphs: the on-disk cache, filled once by ``export.batched`` (torch) and read by the engines.
+"""Batched Kokoro graphs: the on-disk cache, keyed by the model and a format version, filled once by
+``export.batched`` (torch) and read by the engines.
 
 The shipped export fixes the batch at 1 (squeezed audio, batch-0 gathers, LSTMs without lengths, no
 masks), so it cannot be patched into a batched one. ``reference.BatchedDurations`` / ``BatchedVocoder``
@@ -41,13 +42,17 @@ class BatchedGraphs:
     stage2: Path
 
 
+FORMAT_VERSION = 1
+"""The batched graphs' format. Raise it in the change that makes newly exported graphs differ from earlier
+ones (the batched modules in ``export.reference``, the dequantisation they load, ``export.batched.OPSET``, the
+stage inputs and outputs in ``backends.batching``): caches and the GPU image's prebuilt graphs are then
+exported again. Anything else (a comment, a refactor, a move) keeps the key, so a server without torch keeps
+its batched graphs."""
+
+
 def cache_key(model_path: Path) -> str:
-    """Hash of the model's bytes and of the code that builds the graphs from it."""
-    package = Path(__file__).parents[1]
-    digest = hashlib.sha256(sha256_of(model_path).encode())
-    for source in (package / "export" / "batched.py", package / "export" / "reference.py",
-                   Path(__file__).with_name("dequantize.py")):
-        digest.update(source.read_bytes())
+    """Hash of the model's bytes and the format version: nothing else decides what the export produces."""
+    digest = hashlib.sha256(f"{sha256_of(model_path)}:batched-format-{FORMAT_VERSION}".encode())
     return digest.hexdigest()[:20]
 
 
@@ -103,12 +108,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     from ..config import load_settings
 
     parser = argparse.ArgumentParser(description="Export Kokoro's batched stage graphs into the data dir cache.")
-    parser.add_argument("--config", help="a config file (same keys as config.yaml)")
+    parser.add_argument("--config", help="a config file (same keys as defaults.yaml)")
     parser.add_argument("--data-dir", help="overrides assets.data_dir")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     settings = load_settings(args.config, {"assets.data_dir": args.data_dir})
-    graphs = ensure_batched_graphs(ensure_assets(settings.assets), settings.assets.data_path)
+    graphs = ensure_batched_graphs(ensure_assets(settings.assets, voices=[]), settings.assets.data_path)
     print(json.dumps({"stage1": str(graphs.stage1), "stage2": str(graphs.stage2)}, indent=2))
 
 

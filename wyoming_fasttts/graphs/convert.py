@@ -23,6 +23,7 @@ from pathlib import Path
 
 import onnx
 
+from ..assets import sha256_of
 from . import dequantize, onnx_edit, split, stft_conv, trt_fixes
 from .cache import build_once, changed_files
 
@@ -59,19 +60,11 @@ class GraphSet:
         return self.files[flavour][stage].sha256
 
 
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def pipeline_key(model_path: Path) -> str:
     """Hash of the model's bytes and of the code that rewrites it."""
-    digest = hashlib.sha256(_file_sha256(model_path).encode())
+    digest = hashlib.sha256(sha256_of(model_path).encode())
     for module in _PIPELINE_MODULES:
-        digest.update(Path(module.__file__).read_bytes())
+        digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()[:20]
 
 
@@ -81,23 +74,23 @@ def tensorrt_graph(model_path: Path) -> onnx.ModelProto:
     return stft_conv.stft_as_conv(trt_fixes.fix_for_tensorrt(float_model))
 
 
-def _write_stages(model: onnx.ModelProto, directory: Path, flavour: str) -> dict[str, dict[str, str]]:
+def _write_stages(model: onnx.ModelProto, directory: Path, flavour: str) -> dict[str, dict[str, str | int]]:
     stages = split.split(model)
-    out = {}
+    out: dict[str, dict[str, str | int]] = {}
     for stage in STAGES:
         graph = getattr(stages, stage)
         onnx.checker.check_model(graph)
         path = directory / f"{flavour}-{stage}.onnx"
         onnx.save(graph, str(path))
-        out[stage] = {"file": path.name, "sha256": _file_sha256(path), "bytes": path.stat().st_size}
+        out[stage] = {"file": path.name, "sha256": sha256_of(path), "bytes": path.stat().st_size}
     return out
 
 
 def _convert(model_path: Path, directory: Path, key: str) -> None:
     _LOGGER.info("Converting %s into TensorRT-ready stage graphs (once; ~20 s)", model_path.name)
-    manifest = {"key": key, "source": str(model_path), "flavours": {}}
-    manifest["flavours"]["float"] = _write_stages(tensorrt_graph(model_path), directory, "float")
-    manifest["flavours"]["int8"] = _write_stages(onnx.load(str(model_path)), directory, "int8")
+    flavours = {"float": _write_stages(tensorrt_graph(model_path), directory, "float"),
+                "int8": _write_stages(onnx.load(str(model_path)), directory, "int8")}
+    manifest = {"key": key, "source": str(model_path), "flavours": flavours}
     (directory / _MANIFEST).write_text(json.dumps(manifest, indent=2))
 
 
@@ -128,7 +121,7 @@ def _load(directory: Path, key: str) -> GraphSet | None:
 def verify(graphs: GraphSet) -> list[str]:
     """Names of cached graph files whose content no longer matches the manifest (slow: hashes ~420 MB)."""
     return [f"{flavour}-{stage}" for flavour, stages in graphs.files.items() for stage, f in stages.items()
-            if _file_sha256(f.path) != f.sha256]
+            if sha256_of(f.path) != f.sha256]
 
 
 def ensure_graphs(model_path: Path, data_path: Path) -> GraphSet:

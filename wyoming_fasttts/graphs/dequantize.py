@@ -31,7 +31,7 @@ def _dequant(w: np.ndarray, zero_point: np.ndarray, scale: np.ndarray, axis: int
 
 def _activation(edit: GraphEdit, node: NodeProto) -> str:
     """The float activation behind the DynamicQuantizeLinear that feeds an integer op."""
-    return edit.source(node.input[0], "DynamicQuantizeLinear").input[0]
+    return str(edit.source(node.input[0], "DynamicQuantizeLinear").input[0])
 
 
 def _weight_scale(edit: GraphEdit, scale_product: str) -> str:
@@ -40,7 +40,7 @@ def _weight_scale(edit: GraphEdit, scale_product: str) -> str:
     found = [i for i in mul.input if edit.is_initializer(i)]
     if len(found) != 1:
         raise ValueError(f"cannot find the weight scale behind {scale_product}")
-    return found[0]
+    return str(found[0])
 
 
 def _rescale_tail(edit: GraphEdit, int_output: str) -> tuple[list[NodeProto], NodeProto, str | None]:

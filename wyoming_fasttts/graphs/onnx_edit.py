@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import onnx
@@ -30,7 +31,7 @@ def used_names(nodes: Iterable[NodeProto]) -> set[str]:
     return {i for n in nodes for i in n.input if i}
 
 
-def attributes(node: NodeProto) -> dict[str, object]:
+def attributes(node: NodeProto) -> dict[str, Any]:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
@@ -85,7 +86,7 @@ class GraphEdit:
         node = self.producer.get(name)
         if node is None or node.op_type != op_type:
             raise ValueError(f"{name} is not produced by {op_type}")
-        return node
+        return node  # type: ignore[no-any-return]  # onnx's protobuf classes are untyped
 
     def replace(self, node: NodeProto, new_nodes: list[NodeProto]) -> None:
         self._replace[id(node)] = new_nodes

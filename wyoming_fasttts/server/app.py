@@ -18,6 +18,7 @@ import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Protocol
 
 from ..assets import ModelAssets, ensure_assets, load_vocab
 from ..backends import create_engine
@@ -111,7 +112,7 @@ async def build_runtime(
     scheduler = Scheduler(engine, settings.scheduler, _Observers(*observers))
     scheduler.start()
     synth = Synthesizer(settings, voices, load_vocab(assets.vocab), scheduler)
-    # The first request would otherwise pay for jieba's dictionary and wetext's grammar loading.
+    # The first request would otherwise pay for loading jieba's dictionary and the front end's tables.
     await synth.prepare("你好，2024年。")
     watchdog = Watchdog(settings, assets, scheduler, metrics, detector)
     metrics.ready.set(1)
@@ -144,7 +145,7 @@ async def serve(settings: Settings) -> int:
         raise
     server = await start_wyoming(runtime)
     extras = await _start_extras(runtime, http)
-    background: set[asyncio.Task] = set()
+    background: set[asyncio.Task[None]] = set()
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGHUP, partial(_reload_on_signal, runtime, background))
         loop.add_signal_handler(signal.SIGUSR1, partial(_log_status, runtime))
@@ -157,7 +158,7 @@ async def serve(settings: Settings) -> int:
     return 0
 
 
-def _reload_on_signal(runtime: Runtime, background: set[asyncio.Task]) -> None:
+def _reload_on_signal(runtime: Runtime, background: set[asyncio.Task[None]]) -> None:
     """SIGHUP (what service managers send for "reload"): a fresh engine; requests in progress carry on."""
 
     async def reload() -> None:
@@ -195,13 +196,19 @@ def _request_stop(stop: asyncio.Event, sig: signal.Signals) -> None:
     stop.set()
 
 
-async def _start_extras(runtime: Runtime, http: HttpServer | None = None) -> list:
+class Stoppable(Protocol):
+    """What runs beside the Wyoming server (watchdog, HTTP side server, mDNS advertisement)."""
+
+    async def stop(self) -> None: ...
+
+
+async def _start_extras(runtime: Runtime, http: HttpServer | None = None) -> list[Stoppable]:
     """The watchdog and the optional listeners (HTTP side server, zeroconf); each has async ``stop()``.
 
     Shutdown stops them in this order: the advertisement first, then the watchdog (no reload while draining),
     then the HTTP server, which lets its requests in progress finish.
     """
-    extras: list = []
+    extras: list[Stoppable] = []
     await runtime.watchdog.start()
     if runtime.settings.server.zeroconf:
         from .discovery import Advertiser
@@ -216,7 +223,7 @@ async def _start_extras(runtime: Runtime, http: HttpServer | None = None) -> lis
     return extras
 
 
-async def shutdown(runtime: Runtime, server: asyncio.AbstractServer, extras: list) -> None:
+async def shutdown(runtime: Runtime, server: asyncio.AbstractServer, extras: list[Stoppable]) -> None:
     """Stop accepting, finish what is in progress, close the engine; everything within one grace period."""
     deadline = time.monotonic() + runtime.settings.server.shutdown_grace_s
     runtime.requests.closing = True

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 import ifaddr
-from zeroconf import InterfaceChoice, InterfacesType
+from zeroconf import InterfaceChoice
 from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
 
 _LOGGER = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ def _outgoing_ipv4() -> str | None:
             sock.connect(_MDNS_GROUP)
         except OSError:
             return None
-        return sock.getsockname()[0]
+        return str(sock.getsockname()[0])
 
 
 def _local_ipv4() -> list[str]:
@@ -84,13 +84,13 @@ def advertised_address(host: str) -> str:
     try:
         return str(ipaddress.ip_address(host))
     except ValueError:
-        return socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+        return str(socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)[0][4][0])
 
 
 class Advertiser:
     """Registers the Wyoming service while the server runs and withdraws it (goodbye packets) on stop."""
 
-    def __init__(self, name: str, uri: str, interfaces: InterfacesType = InterfaceChoice.All) -> None:
+    def __init__(self, name: str, uri: str, interfaces: InterfaceChoice | list[str] = InterfaceChoice.All) -> None:
         """``name`` empty means :func:`default_name`; ``interfaces`` narrows where mDNS is answered
         (tests keep it on loopback)."""
         self.name = name or default_name()

@@ -19,6 +19,7 @@ import json
 import logging
 import socket
 import time
+from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -27,6 +28,7 @@ from aiohttp import web
 
 from ..audio import wav_bytes
 from ..config import Settings
+from ..core import MAX_SPEED, MIN_SPEED
 from ..metrics import CONTENT_TYPE, Metrics
 from ..synthesizer import Synthesizer, TextError, error_code
 from ..watchdog import ReloadInProgress, ReloadTooSoon
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 
 _LOGGER = logging.getLogger(__name__)
 
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _GUARDED = frozenset({"/api/tts", "/admin/reload"})
 _STATUS = {"bad-text": 400, "unknown-voice": 400, "busy": 503, "engine": 500, "internal": 500}
 
@@ -117,7 +120,7 @@ class HttpServer:
         )
 
     @web.middleware
-    async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
+    async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Synthesis and reloads only for known Host names and same-origin (or allowed) browser pages."""
         if request.path in _GUARDED:
             name = _host_name(request.host)
@@ -258,7 +261,7 @@ def _text_voice_speed(params: dict[str, Any]) -> tuple[str, str | None, float | 
     try:
         return text, voice, float(speed)
     except (TypeError, ValueError):
-        raise TextError(f"'speed' must be a number between 0.5 and 2.0, not {speed!r}") from None
+        raise TextError(f"'speed' must be a number between {MIN_SPEED} and {MAX_SPEED}, not {speed!r}") from None
 
 
 async def _speak(runtime: Runtime, text: str, voice: str, speed: float) -> bytes:

@@ -24,7 +24,14 @@ from wyoming.event import Event, async_write_event
 from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice
 from wyoming.ping import Ping, Pong
 from wyoming.server import AsyncEventHandler
-from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
+from wyoming.tts import (
+    Synthesize,
+    SynthesizeChunk,
+    SynthesizeStart,
+    SynthesizeStop,
+    SynthesizeStopped,
+    SynthesizeVoice,
+)
 
 from .. import __version__
 from ..audio import CHANNELS, SAMPLE_WIDTH, pcm_chunks
@@ -235,7 +242,7 @@ class FastTtsHandler(AsyncEventHandler):
         else:
             raise TextError(f"unexpected event '{event.type}'; this server handles describe and synthesize events")
 
-    def _voice_and_speed(self, voice, event: Event) -> tuple[str | None, float | None]:
+    def _voice_and_speed(self, voice: SynthesizeVoice | None, event: Event) -> tuple[str | None, float | None]:
         context = event.data.get("context") or {}
         speed = event.data.get("speed", context.get("speed"))
         return (voice.name if voice else None), (None if speed is None else float(speed))
@@ -350,7 +357,7 @@ class _MalformedEvent(ValueError):
 _STARTS_A_REQUEST = ("synthesize", "synthesize-start")
 
 
-async def _cancel_when_gone(reader: PeerReader, task: asyncio.Task | None) -> None:
+async def _cancel_when_gone(reader: PeerReader, task: asyncio.Task[Any] | None) -> None:
     await reader.gone.wait()
     if task is not None:
         _LOGGER.debug("client left: cancelling its request")
@@ -368,14 +375,18 @@ class PeerReader(asyncio.StreamReader):
         super().feed_eof()
         self.gone.set()
 
-    def set_exception(self, exc: BaseException) -> None:
+    def set_exception(self, exc: Exception) -> None:
         super().set_exception(exc)
         self.gone.set()
 
     async def wait_readable(self) -> None:
-        """Return once a byte is buffered or the peer has gone; reads nothing."""
-        while not self._buffer and not self.gone.is_set():
-            await self._wait_for_data("wait_readable")
+        """Return once a byte is buffered or the peer has gone; reads nothing.
+
+        asyncio has no public way to wait for data without taking it; this uses the same private wait its
+        own ``read*`` methods use (stable since Python 3.4)."""
+        state: Any = self
+        while not state._buffer and not self.gone.is_set():
+            await state._wait_for_data("wait_readable")
 
 
 async def _read_event(reader: asyncio.StreamReader, limits: LimitSettings) -> Event | None:
@@ -492,7 +503,7 @@ def _expect(data: dict[str, Any], key: str, kind: type, optional: bool = True, w
     return value
 
 
-_KINDS = {str: "string", dict: "JSON object"}
+_KINDS: dict[type, str] = {str: "string", dict: "JSON object"}
 
 
 @dataclass
@@ -538,7 +549,8 @@ async def serve_wyoming(uri: str, info: Info, synth: Synthesizer, requests: Requ
     peers = Peers(limits)
     loop = asyncio.get_running_loop()
 
-    async def on_connect(reader: PeerReader, writer: asyncio.StreamWriter) -> None:
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        assert isinstance(reader, PeerReader)  # made by protocol() below
         address = writer.get_extra_info("peername")
         peer = address[0] if isinstance(address, (tuple, list)) and address else "local"
         refused = peers.admit(peer)
@@ -561,7 +573,7 @@ async def serve_wyoming(uri: str, info: Info, synth: Synthesizer, requests: Requ
         return asyncio.StreamReaderProtocol(PeerReader(limits.max_header_bytes), on_connect)
 
     parsed = urlparse(uri)
-    if parsed.scheme == "tcp":
+    if parsed.scheme == "tcp" and parsed.port is not None:
         return await loop.create_server(protocol, host=parsed.hostname, port=parsed.port)
     if parsed.scheme == "unix":
         return await loop.create_unix_server(protocol, path=parsed.path)

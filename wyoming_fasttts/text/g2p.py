@@ -12,8 +12,9 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from pypinyin import Style, lazy_pinyin
 
@@ -60,7 +61,7 @@ def _rules() -> dict[str, list[_Rule]]:
 
 
 @functools.cache
-def _tokenizer():  # -> jieba.Tokenizer (jieba has no type hints)
+def _tokenizer() -> Any:  # jieba.Tokenizer (jieba has no type hints)
     import jieba
 
     jieba.setLogLevel(logging.WARNING)
@@ -77,11 +78,21 @@ def _segment(text: str) -> list[str]:
     return list(seg.cut(text)) if text else []
 
 
+_Known = tuple[tuple[str, ...], bool]
+"""A word's readings and whether they came from the project's own lexicon."""
+
+
+def _unknown(chars: str) -> list[str]:
+    """pypinyin's ``errors`` hook: an empty reading per character it cannot read (it accepts a list)."""
+    return [""] * len(chars)
+
+
 def _pypinyin(text: str) -> list[str]:
-    return lazy_pinyin(text, style=Style.TONE3, neutral_tone_with_five=True, errors=lambda chars: [""] * len(chars))
+    # pypinyin's hint says ``errors`` returns a str; it accepts a list (one reading per character).
+    return lazy_pinyin(text, style=Style.TONE3, neutral_tone_with_five=True, errors=_unknown)  # type: ignore[arg-type]
 
 
-def _split(text: str, lookup) -> Iterator[tuple[str, tuple[tuple[str, ...], bool] | None]]:
+def _split(text: str, lookup: Callable[[str], _Known | None]) -> Iterator[tuple[str, _Known | None]]:
     """Longest known words of ``lookup`` inside ``text`` (left to right); the gaps come back unknown."""
     i, pending, longest = 0, "", max(_phrases()[1], 4)
     while i < len(text):
@@ -123,18 +134,19 @@ def _pieces(token: str) -> Iterator[tuple[str, tuple[tuple[str, ...], bool] | No
             yield from _split(part, _cedict)
 
 
-def _run_syllables(run: str) -> list[str]:
+def _run_syllables(run: str, tokens: list[str] | None = None) -> list[str]:
     """Citation syllables of one run of Chinese characters, polyphones resolved from context.
 
     Words come from the private jieba tokenizer (which knows our phrase table), so overlapping phrases are
     settled by word frequency (声音|调小, not 声|音调|小). Each word is read from our phrase table, else
     from CC-CEDICT (``lexicon``), else by pypinyin. Context rules only touch characters that none of
     these read as part of a word: a word reading (校长) is better than any single-character rule.
+    ``tokens``: jieba's words of ``run`` where the caller already has them (jieba runs once per run).
     """
     out: list[str] = []
     alone: list[bool] = []  # read outside any known word
     fixed: list[bool] = []  # read from our phrase table
-    for token in _tokenizer().lcut(run, HMM=False):
+    for token in _tokenizer().lcut(run, HMM=False) if tokens is None else tokens:
         for word, known in _pieces(token):
             if known and known[1]:
                 out.extend(known[0])
@@ -166,23 +178,26 @@ def pinyin(text: str) -> list[str]:
     return [s for run in _han_runs(normalize(text)) for s in _run_syllables(run)]
 
 
-def phonemize(sentence: str) -> str:
+def phonemize(sentence: str, *, normalized: bool = False) -> str:
     """Kokoro v1.0 phonemes in misaki's legacy layout: words split by spaces, ``, . ! ?`` attached.
 
-    Syllables are ``pinyin``'s own (same runs, same rules); jieba only decides where the spaces go.
-    Latin words get English phonemes (``latin``), which the model's vocabulary also covers.
+    Syllables are ``pinyin``'s own (same runs, same rules); jieba's words, found once per run, set both
+    the readings and where the spaces go. Latin words get English phonemes (``latin``), which the model's
+    vocabulary also covers. ``normalized``: ``sentence`` is already ``normalize``'s output (the server
+    normalises a request once, before splitting it).
     """
     from misaki.zh import ZHG2P
 
     parts: list[str] = []
-    for han, mark, word in _TOKEN.findall(normalize(sentence)):
+    for han, mark, word in _TOKEN.findall(sentence if normalized else normalize(sentence)):
         if mark:
             parts.append(_PUNCT[mark])
         elif word:
             parts.append(latin.phonemes(word))
         else:
-            syllables = iter(_run_syllables(han))
-            for w in _tokenizer().lcut(han, HMM=False):
+            tokens = _tokenizer().lcut(han, HMM=False)
+            syllables = iter(_run_syllables(han, tokens))
+            for w in tokens:
                 parts.append("".join(ZHG2P.py2ipa(next(syllables)) for _ in w))
     text = ""
     for p in parts:

@@ -24,7 +24,9 @@ def _table() -> dict[str, str]:
 
 @functools.cache
 def _lexicon() -> dict[str, str | dict[str, str]]:
-    return json.loads(resources.files("misaki.data").joinpath("us_gold.json").read_text(encoding="utf-8"))
+    text = resources.files("misaki.data").joinpath("us_gold.json").read_text(encoding="utf-8")
+    lexicon: dict[str, str | dict[str, str]] = json.loads(text)
+    return lexicon
 
 
 def _lookup(word: str) -> str | None:

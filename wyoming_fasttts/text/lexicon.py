@@ -25,7 +25,7 @@ _FILES = ("cc_cedict_0.py", "cc_cedict_1.py", "cc_cedict_2.py", "cc_cedict_3.py"
 
 def _tone3(marked: str) -> str:
     """'lǜ' → 'lv4', 'xi' → 'xi5'."""
-    tone, letters = "5", []
+    tone, letters = "5", list[str]()
     for ch in unicodedata.normalize("NFD", marked):
         if ch in _TONES:
             tone = _TONES[ch]

@@ -11,6 +11,7 @@ import functools
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from .data import load_yaml
 from .numbers import cardinal, decimal, digits
@@ -43,7 +44,7 @@ class _Rules:
         self.unit_re = re.compile(rf"\s*(?:{_alternation(self.units)})(?![A-Za-z])")
         self.rules = self._compile(d)
 
-    def _compile(self, d: dict) -> list[_Rule]:
+    def _compile(self, d: dict[str, Any]) -> list[_Rule]:
         unit = _alternation(self.units)
         money = _alternation(d["currency_prefix"])
         cue_before = _alternation(d["digit_cues_before"])
@@ -119,7 +120,7 @@ class _Rules:
         amount = amount.replace(",", "")
         if unit in self.d["jiao_fen_units"] and "." in amount and not big:
             return ("负" if sign else "") + _yuan(amount)
-        return ("负" if sign else "") + decimal(amount, liang=True) + (big or "") + unit
+        return ("负" if sign else "") + decimal(amount, liang=True) + (big or "") + str(unit)
 
     def _yuan(self, m: re.Match[str]) -> str:
         return ("负" if m[1] else "") + _yuan(m[2].replace(",", "") + m[3])
@@ -128,7 +129,7 @@ class _Rules:
         sign, number, mark = m.groups()
         special = self.d["percent_special"].get(number + mark)
         if special and not sign:
-            return special
+            return str(special)
         return ("负" if sign else "") + ("百分之" if mark == "%" else "千分之") + decimal(number)
 
     def _fraction(self, m: re.Match[str]) -> str:
@@ -163,11 +164,11 @@ class _Rules:
         return "零下" if reading.startswith(tuple(self.temperature)) else "负"
 
     def _math(self, m: re.Match[str]) -> str:
-        return self.d["math_symbols"][m[1]]
+        return str(self.d["math_symbols"][m[1]])
 
     def _unit(self, m: re.Match[str]) -> str:
         sign, number, unit = m.groups()
-        reading = self.units[unit]
+        reading = str(self.units[unit])
         return self._sign(sign, reading) + decimal(number, liang=bool(self.liang_re.match(reading))) + reading
 
     def _number(self, m: re.Match[str]) -> str:

@@ -7,11 +7,11 @@ import asyncio
 import pytest
 from conftest import run
 from ear import pinyin_error_rate, transcribe
-from speech import assert_speech
+from speech import assert_speech, median_pitch_hz
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncClient
 from wyoming.error import Error
-from wyoming.event import Event
+from wyoming.event import Event, async_read_event, async_write_event
 from wyoming.info import Describe, Info
 from wyoming.tts import (
     Synthesize,
@@ -112,7 +112,8 @@ def test_voice_and_speed_are_chosen_per_request(server):
 
     normal, fast, other = run(go())
     assert fast.seconds < 0.85 * normal.seconds
-    assert normal.pcm != other.pcm
+    # The voice asked for is the one heard: a female voice speaks well above the male one.
+    assert median_pitch_hz(other.pcm) > 1.3 * median_pitch_hz(normal.pcm)
 
 
 @pytest.mark.parametrize(
@@ -167,11 +168,11 @@ def test_malformed_and_unexpected_events_get_errors(server):
 def test_client_disconnecting_mid_stream_does_not_hurt_others(server):
     async def rude():
         reader, writer = await asyncio.open_connection(*server.uri[len("tcp://") :].split(":"))
-        client = AsyncClient()
-        client._reader, client._writer = reader, writer
-        await client.write_event(SynthesizeStart().event())
-        await client.write_event(SynthesizeChunk(text="这是一个很长的句子，我说到一半就走了。" * 3).event())
-        await asyncio.sleep(0.3)
+        await async_write_event(SynthesizeStart().event(), writer)
+        await async_write_event(SynthesizeChunk(text="这是一个很长的句子，我说到一半就走了。" * 3).event(), writer)
+        while (event := await asyncio.wait_for(async_read_event(reader), 120)) is not None:
+            if AudioChunk.is_type(event.type):
+                break  # gone once the first audio is out, the rest of the sentences still being synthesised
         writer.close()
 
     async def go():

@@ -18,7 +18,8 @@ def read_text(name: str) -> str:
 
 @functools.cache
 def load_yaml(name: str) -> dict[str, Any]:
-    return yaml.safe_load(read_text(name))
+    data: dict[str, Any] = yaml.safe_load(read_text(name))
+    return data
 
 
 @functools.cache

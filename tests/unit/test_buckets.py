@@ -1,0 +1,72 @@
+"""Shape buckets: every batch lands on a shape the engine warmed, and stage-2 calls stay within batch_frames."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from wyoming_fasttts.backends.base import EngineError, SynthesisItem
+from wyoming_fasttts.backends.buckets import Buckets, bucket_feeds, stage2_groups
+from wyoming_fasttts.graphs.cuda_fixes import replace_atan
+
+DEFAULT = Buckets.for_limits(max_batch=16, max_tokens=510, max_frames=1024, batch_frames=2048)
+
+
+def test_default_buckets_cover_the_limits() -> None:
+    assert DEFAULT.rows == (1, 2, 4, 8, 16)
+    assert DEFAULT.tokens == (32, 128, 512)
+    assert DEFAULT.frames == (32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
+    assert DEFAULT.token_bucket(42) == 128 and DEFAULT.frame_bucket(94) == 96 and DEFAULT.row_bucket(5) == 8
+    with pytest.raises(EngineError, match="largest bucket"):
+        DEFAULT.frame_bucket(1025)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_every_stage2_call_is_a_warmed_shape_within_batch_frames(seed: int) -> None:
+    """Random batches: stage 1's shape and each stage-2 call's (rows, tokens, frames) are among the shapes
+    warmed at start-up, each row is rendered once, and no call exceeds batch_frames."""
+    rng = np.random.default_rng(seed)
+    rows = int(rng.integers(1, 17))
+    lengths = rng.integers(1, 200, rows)
+    items = [SynthesisItem(np.ones(n, np.int64), np.zeros(256, np.float32)) for n in lengths]
+    feeds, real = bucket_feeds(items, DEFAULT)
+    b, t = feeds["tokens"].shape
+    assert (b, t) in DEFAULT.stage1_shapes() and real == rows
+    # every token lasts >= 1 frame; long pauses make some rows much longer than their tokens
+    frames = np.minimum(lengths + 2 + rng.integers(0, 6, rows) * lengths, 1024)
+    warmed = set(DEFAULT.stage2_shapes())
+    seen: list[int] = []
+    for group, gb, f in stage2_groups(frames, t, DEFAULT):
+        assert (gb, t, f) in warmed
+        assert len(group) <= gb and gb * f <= DEFAULT.batch_frames and frames[group].max() <= f
+        seen += group.tolist()
+    assert sorted(seen) == list(range(rows))
+
+
+def test_padded_rows_repeat_the_first_and_tokens_are_zero_padded() -> None:
+    items = [SynthesisItem(np.arange(1, n + 1), np.full(256, n, np.float32), 1.0 + n / 100) for n in (3, 20, 7)]
+    feeds, real = bucket_feeds(items, DEFAULT)
+    assert real == 3 and feeds["tokens"].shape == (4, 32) and len(DEFAULT.stage2_shapes()) == 90
+    assert feeds["lengths"].tolist() == [5, 22, 9, 5]
+    assert np.array_equal(feeds["tokens"][3], feeds["tokens"][0]) and feeds["tokens"][1, 22:].sum() == 0
+    assert np.array_equal(feeds["style"][3], feeds["style"][0]) and feeds["speed"][3] == feeds["speed"][0]
+
+
+def test_atan_rewrite_matches_atan_where_onnx_runtime_runs_it() -> None:
+    """The polynomial that replaces Atan for the CUDA provider, run by ONNX Runtime against numpy."""
+    graph = helper.make_graph([helper.make_node("Atan", ["x"], ["y"])], "atan",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    assert replace_atan(model) == 1 and not [n for n in model.graph.node if n.op_type == "Atan"]
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.standard_normal(20000) * s for s in (1e-3, 0.3, 1, 3, 1e3)]).astype(np.float32)
+    x = np.concatenate([x, np.array([0, -0.0, 1, -1, np.inf, -np.inf, 1e30, -1e-30], np.float32)])
+    y = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert np.abs(y - np.arctan(x.astype(np.float64))).max() < 5e-7
+    nan = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": np.array([np.nan], np.float32)})[0]
+    assert np.isnan(nan).all()

@@ -1,0 +1,43 @@
+"""Settings from config.yaml, a user file and flags: wrong values are config errors, caches go where caches go."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from wyoming_fasttts.config import ConfigError, load_settings
+
+
+def _user_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "my.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("scheduler:\n  preferred_batch_sizes: ['4']\n", "scheduler.preferred_batch_sizes[0]"),
+    ("scheduler:\n  max_batch: true\n", "scheduler.max_batch"),
+    ("engine:\n  threads: '2'\n", "engine.threads"),
+    ("voice:\n  speed: fast\n", "voice.speed"),
+])
+def test_a_value_of_the_wrong_type_is_a_config_error_naming_the_setting(tmp_path: Path, text: str, where: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(f"setting {where}:")):
+        load_settings(_user_file(tmp_path, text))
+
+
+def test_an_unknown_setting_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=re.escape("unknown setting scheduler.max_bach")):
+        load_settings(_user_file(tmp_path, "scheduler:\n  max_bach: 4\n"))
+
+
+def test_the_plan_cache_defaults_to_the_platform_cache_not_the_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.chdir("/")
+    assert load_settings().engine.engine_path == tmp_path / "cache" / "wyoming-fasttts" / "engines"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert load_settings().engine.engine_path == Path.home() / ".cache" / "wyoming-fasttts" / "engines"
+    chosen = load_settings(overrides={"engine.engine_dir": str(tmp_path / "plans")}).engine.engine_path
+    assert chosen == tmp_path / "plans"

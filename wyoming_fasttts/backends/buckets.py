@@ -1,0 +1,127 @@
+"""Shape buckets: the small fixed set of (rows, tokens, frames) shapes every GPU engine runs.
+
+A GPU engine pays for a new input shape: ONNX Runtime CUDA re-selects its convolution algorithms and
+workspaces (~200 ms on an H200), a CUDA graph has to be captured per shape, a TensorRT context re-plans
+when its shapes change. With buckets every batch is padded up to one of a few shapes, all of which are
+warmed (and captured) at start-up, so no request ever meets a new one.
+
+Padding is exact because the batched graphs take each row's own length (``lengths`` for tokens, ``frames``
+for frames): a row padded with zeros to a longer T or F computes what it computes alone (masks, per-row
+norm statistics; docs/BATCHING.md), and the audio past a row's end is cut off by ``audio_lengths``. Extra
+rows (to reach a bucket's row count) repeat the first row and are dropped afterwards.
+
+Rows are powers of two up to ``max_batch``; tokens (pads included) powers of four (32, 128, 512); frames in
+steps of about sqrt(2). Every shape costs start-up time (ONNX Runtime CUDA plans each new shape, ~0.2 s on an
+H200, then captures it) and device memory: on an H200 (2026-12-01, docs/BENCHMARKS.md) 105 shapes took 4.8 GiB
+and 181 shapes (tokens in powers of two, the arena grown by request) 10.0 GiB, for 5 ms less per request
+(stage 1's LSTMs step through every token slot, so a token bucket far above the sentence costs stage-1
+time). These steps are the trade.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core import EngineError, SynthesisItem
+from .batching import stage1_feeds
+
+MIN_TOKENS = 32
+MIN_FRAMES = 32
+
+
+def _powers_of_two(low: int, high: int, step: int = 2) -> tuple[int, ...]:
+    """low, step low, step^2 low ... up to the first value >= high (so ``high`` itself always fits)."""
+    values = [low]
+    while values[-1] < high:
+        values.append(values[-1] * step)
+    return tuple(values)
+
+
+def _root_two_steps(low: int, high: int) -> tuple[int, ...]:
+    """low, 1.5 low, 2 low, 3 low, 4 low ... (steps of ~sqrt 2) up to the first value >= high."""
+    values = []
+    for p in _powers_of_two(low, high):
+        values += [p, p * 3 // 2]
+    return tuple(v for i, v in enumerate(values) if i == 0 or values[i - 1] < high)
+
+
+@dataclass(frozen=True)
+class Buckets:
+    rows: tuple[int, ...]
+    tokens: tuple[int, ...]
+    frames: tuple[int, ...]
+    batch_frames: int
+
+    @classmethod
+    def for_limits(cls, max_batch: int, max_tokens: int, max_frames: int, batch_frames: int) -> Buckets:
+        """``max_tokens`` counts phoneme ids (the two pads are added here); the largest bucket of each holds
+        its limit, so every sentence the engine accepts has a bucket."""
+        return cls(rows=_powers_of_two(1, max_batch), tokens=_powers_of_two(MIN_TOKENS, max_tokens + 2, 4),
+                   frames=_root_two_steps(MIN_FRAMES, max_frames), batch_frames=max(batch_frames, max_frames))
+
+    @staticmethod
+    def _up(value: int, steps: Sequence[int], what: str) -> int:
+        for step in steps:
+            if step >= value:
+                return step
+        raise EngineError(f"{what} {value} exceeds the engine's largest bucket {steps[-1]}")
+
+    def row_bucket(self, rows: int) -> int:
+        return self._up(rows, self.rows, "batch of")
+
+    def token_bucket(self, tokens: int) -> int:
+        return self._up(tokens, self.tokens, "tokens (pads included)")
+
+    def frame_bucket(self, frames: int) -> int:
+        return self._up(frames, self.frames, "frames")
+
+    def max_rows(self, frames: int) -> int:
+        """Most rows one stage-2 call of ``frames`` (a bucket) may take within ``batch_frames``."""
+        return max([b for b in self.rows if b * frames <= self.batch_frames] or [1])
+
+    def stage1_shapes(self) -> list[tuple[int, int]]:
+        return [(b, t) for b in self.rows for t in self.tokens]
+
+    def stage2_shapes(self) -> list[tuple[int, int, int]]:
+        """Every (rows, tokens, frames) stage 2 can meet: rows x frames within ``batch_frames`` and at least
+        one frame per token (each token lasts >= 1 frame, so a row of T tokens has >= T frames: a frame
+        bucket below half the token bucket never occurs)."""
+        return [(b, t, f) for b in self.rows for t in self.tokens for f in self.frames
+                if b * f <= self.batch_frames and 2 * f >= t]
+
+
+def bucket_feeds(items: Sequence[SynthesisItem], buckets: Buckets) -> tuple[dict[str, np.ndarray], int]:
+    """Stage-1 inputs at a bucket shape, and how many rows are real (the rest repeat row 0)."""
+    rows = buckets.row_bucket(len(items))
+    padded = [*items, *[items[0]] * (rows - len(items))]
+    feeds = stage1_feeds(padded)
+    tokens = buckets.token_bucket(feeds["tokens"].shape[1])
+    feeds["tokens"] = pad_to(feeds["tokens"], (rows, tokens))
+    return feeds, len(items)
+
+
+def pad_to(array: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """``array`` zero-padded at the end of every axis to ``shape``."""
+    if tuple(array.shape) == tuple(shape):
+        return np.ascontiguousarray(array)
+    out = np.zeros(shape, dtype=array.dtype)
+    out[tuple(slice(0, n) for n in array.shape)] = array
+    return out
+
+
+def stage2_groups(frames: np.ndarray, tokens: int, buckets: Buckets) -> list[tuple[np.ndarray, int, int]]:
+    """(rows, row bucket, frame bucket) of each stage-2 call at token bucket ``tokens``: all rows in one call
+    when rows x frames fits ``batch_frames``, else longest rows first, each call taking as many rows as its
+    frame bucket allows. A frame bucket is never below half the token bucket (``stage2_shapes``)."""
+    frames = np.asarray(frames)
+    order = np.argsort(-frames, kind="stable")
+    groups, start = [], 0
+    while start < len(order):
+        f = buckets.frame_bucket(max(int(frames[order[start]]), (tokens + 1) // 2))
+        take = order[start:start + buckets.max_rows(f)]
+        groups.append((np.sort(take), buckets.row_bucket(len(take)), f))
+        start += len(take)
+    return groups

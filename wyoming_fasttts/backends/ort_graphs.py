@@ -1,0 +1,307 @@
+"""ONNX Runtime CUDA at the speed of graph replay: bucketed shapes, I/O bound to fixed device buffers, one
+CUDA graph per shape.
+
+On this model a sentence is ~3000 small kernels; launching them one by one from Python-driven ONNX Runtime
+costs more than running them (an H200 ran the two stages captured as CUDA graphs in 15.8 ms against 44.8 ms
+eager, issue 13). ONNX Runtime's CUDA provider can capture and replay a session's whole run
+(``enable_cuda_graph``), several graphs per session told apart by the ``gpu_graph_id`` run option, provided
+every input and output sits at the same device address on every replay and no node needs a host copy. So:
+
+* every batch is padded to a bucket shape (``buckets``; exact up to float32 rounding: the graphs take
+  per-row lengths);
+* every tensor has one flat device buffer sized for its largest bucket, and each shape's I/O binding views
+  its start at that shape (replays run one after another, so they share); stage 2 reads stage 1's d, t_en
+  and style where they lie (only tokens, durations, alignment and audio cross the bus);
+* at start-up every shape runs twice (ONNX Runtime captures on the second run), so a request only replays;
+* stage 2 is kept whole on the GPU (``graphs.cuda_fixes``): its Atan has no CUDA kernel, and a Clip bound
+  computed from a shape needed a host copy, which made ONNX Runtime refuse capture (measured on an H200).
+
+Measured there (2026-12-01, docs/BENCHMARKS.md): the benchmark sentence in 26.8 ms (std 0.13 ms) against
+62.2 ms (std 11 ms) for the same engine without graphs. Device memory grows with the number of shapes
+(4.8 GiB at the default buckets); ``memory`` reports what the engine took by the end of warm-up.
+
+Where a stage cannot be captured (ONNX Runtime refuses at session creation when a node would need a host
+copy, or a capture fails), that stage runs the same bucketed, bound shapes without a graph, and the reason
+is logged and reported (``replay``): fixed shapes still spare it the per-shape re-planning.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from ..core import EngineError, SynthesisItem
+from ..graphs.cuda_fixes import replace_atan, shape_bounds_on_gpu
+from .alignment import SAMPLES_PER_FRAME, alignment, frame_counts
+from .base import EngineMemory
+from .batching import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS
+from .buckets import Buckets, bucket_feeds, stage2_groups
+from .memory import Nvml, process_rss_bytes
+
+_LOGGER = logging.getLogger(__name__)
+
+
+class _Stage:
+    """One session; per shape an I/O binding (every tensor at its fixed buffer's address) and a graph id."""
+
+    def __init__(self, name: str, model: Path | bytes, options: ort.SessionOptions, providers: list[Any],
+                 graphs: bool, device_id: int) -> None:
+        self.name, self.device_id = name, device_id
+        self._source = model if isinstance(model, bytes) else str(model)
+        self._options, self._providers = options, providers
+        self.graphs = False
+        self.why = "graph capture off"
+        self.bindings: dict[tuple[int, ...], tuple[Any, Any]] = {}
+        self._bound: dict[tuple[int, ...], tuple[dict[str, tuple[Any, tuple[int, ...]]], tuple[str, ...]]] = {}
+        session = None
+        if graphs:
+            try:
+                session = ort.InferenceSession(self._source, options, providers=_with_graphs(providers))
+                self.graphs, self.why = True, "CUDA graphs"
+            except Exception as err:  # ORT refuses capture for graphs with host copies: say why, run without
+                self.why = _no_graph(name, f"session refused capture: {err}")
+        self.session: Any = session or ort.InferenceSession(self._source, options, providers=providers)
+
+    def without_graphs(self, why: str) -> None:
+        """Fall back to plain runs at the same bound shapes (a new session: capture cannot be switched off)."""
+        self.why = _no_graph(self.name, why)
+        self.graphs = False
+        self.session = ort.InferenceSession(self._source, self._options, providers=self._providers)
+        bound, self.bindings = self._bound, {}
+        for shape, (tensors, outputs) in bound.items():
+            self.bind(shape, tensors, outputs)
+
+    def bind(self, shape: tuple[int, ...], tensors: dict[str, tuple[ort.OrtValue, tuple[int, ...]]],
+             outputs: tuple[str, ...]) -> None:
+        """``tensors``: name -> (flat buffer, shape to see it as); ``outputs`` names the outputs among them."""
+        io = self.session.io_binding()
+        for name, (buffer, dims) in tensors.items():
+            bind = io.bind_output if name in outputs else io.bind_input
+            bind(name, buffer.device_name(), self.device_id, _NUMPY[buffer.data_type()], list(dims),
+                 buffer.data_ptr())
+        self._bound[shape] = (tensors, outputs)
+        options = ort.RunOptions()
+        if self.graphs:
+            options.add_run_config_entry("gpu_graph_id", str(len(self.bindings) + 1))
+        self.bindings[shape] = (io, options)
+
+    def run(self, shape: tuple[int, ...]) -> None:
+        io, options = self.bindings[shape]
+        self.session.run_with_iobinding(io, options)
+
+
+_NUMPY = {"tensor(float)": np.float32, "tensor(int64)": np.int64}
+
+
+def _no_graph(stage: str, why: str) -> str:
+    text = f"no CUDA graph ({' '.join(why.split())[:240]})"
+    _LOGGER.warning("%s: %s", stage, text)
+    return text
+
+
+def _with_graphs(providers: list[Any]) -> list[Any]:
+    out = []
+    for p in providers:
+        if isinstance(p, tuple) and p[0] == "CUDAExecutionProvider":
+            p = (p[0], {**p[1], "enable_cuda_graph": "1"})
+        out.append(p)
+    return out
+
+
+class GraphOnnxRuntimeEngine:
+    """The batched graphs on ONNX Runtime (CUDA, or the CPU for tests) at bucket shapes, replayed as CUDA
+    graphs where the provider can capture them. One batch at a time: replays share the session's buffers.
+
+    Every tensor has one flat device buffer sized for its largest bucket; each shape's binding views its
+    start at that shape (graphs replay strictly one after another, so they can share). Host inputs are
+    staged in a flat host array and copied whole; stage 2 reads stage 1's d, t_en and style in place.
+    """
+
+    slots = 1
+
+    def __init__(self, stage1: Path, stage2: Path, *, buckets: Buckets, providers: list[Any],
+                 options: ort.SessionOptions, tail_frames: int, name: str = "onnxruntime-cuda",
+                 graphs: bool = True, device_id: int = 0) -> None:
+        self.name, self.buckets, self.tail_frames = name, buckets, tail_frames
+        self.max_batch = buckets.rows[-1]
+        cuda = any((p[0] if isinstance(p, tuple) else p) == "CUDAExecutionProvider" for p in providers)
+        self.device = f"cuda:{device_id}" if cuda else "cpu"
+        self._lock = threading.Lock()
+        self._weights = stage1.stat().st_size + stage2.stat().st_size
+        self._device_id = device_id
+        self._used_before = _device_used(device_id) if cuda else None
+        self.pool_bytes: int | None = None
+        model2 = onnx.load(str(stage2))
+        if cuda:
+            _LOGGER.info("stage 2 for the CUDA provider: %d Atan rewritten, %d shape-derived Clip bounds on the GPU",
+                         replace_atan(model2), shape_bounds_on_gpu(model2))
+        self.stage1 = _Stage("stage 1", stage1, options, providers, graphs and cuda, device_id)
+        if cuda and self.stage1.session.get_providers()[0] != "CUDAExecutionProvider":
+            raise EngineError("ONNX Runtime could not load its CUDA provider (its log above names the missing "
+                              "library); pip install 'wyoming-fasttts[gpu]' brings CUDA 13, cuBLAS and cuDNN 9")
+        self.stage2 = _Stage("stage 2", model2.SerializeToString(), options, providers, graphs and cuda, device_id)
+        del model2
+        self.shapes1, self.shapes2 = buckets.stage1_shapes(), buckets.stage2_shapes()
+        dims1 = {(b, t): self._dims(b, t, 1) for b, t in self.shapes1}
+        dims2 = {(b, t, f): self._dims(b, t, f) for b, t, f in self.shapes2}
+        largest = {name: max(int(np.prod(d[name])) for d in (*dims1.values(), *dims2.values()) if name in d)
+                   for name in _DTYPES}
+        where = "cuda" if cuda else "cpu"
+        self._buf = {name: ort.OrtValue.ortvalue_from_shape_and_type([n], _DTYPES[name], where, device_id)
+                     for name, n in largest.items()}
+        self._host: dict[str, np.ndarray] = {name: np.zeros(largest[name], _DTYPES[name]) for name in _FROM_HOST}
+        self.buffer_bytes = sum(n * np.dtype(_DTYPES[k]).itemsize for k, n in largest.items())
+        for shape1, dims in dims1.items():
+            self.stage1.bind(shape1, {k: (self._buf[k], dims[k]) for k in _STAGE1}, _STAGE1[4:])
+        for shape2, dims in dims2.items():
+            self.stage2.bind(shape2, {k: (self._buf[k], dims[k]) for k in _STAGE2}, _STAGE2[5:])
+        self.warmup_s = 0.0
+        _LOGGER.info("ONNX Runtime %s %s: %d stage-1 and %d stage-2 bucket shapes, %.0f MB of I/O buffers; "
+                     "%s", ort.__version__, self.device, len(dims1), len(dims2), self.buffer_bytes / 1e6, self.replay)
+
+    @staticmethod
+    def _dims(b: int, t: int, f: int) -> dict[str, tuple[int, ...]]:
+        return {"tokens": (b, t), "lengths": (b,), "style": (b, STYLE_DIM), "speed": (b,), "durations": (b, t),
+                "d": (b, t, D_CHANNELS), "t_en": (b, T_EN_CHANNELS, t), "alignment": (b, t, f), "frames": (b,),
+                "audio": (b, f * SAMPLES_PER_FRAME), "audio_lengths": (b,)}
+
+    @property
+    def replay(self) -> str:
+        """How each stage runs, for logs and doctor."""
+        return (f"stage 1: {self.stage1.why}; stage 2: {self.stage2.why}; "
+                f"{len(self.shapes1)} + {len(self.shapes2)} bucket shapes")
+
+    def _put(self, name: str, array: np.ndarray) -> None:
+        """Host -> the tensor's device buffer (the flat staging array is copied whole)."""
+        flat = self._host[name]
+        flat[: array.size] = array.reshape(-1)
+        self._buf[name].update_inplace(flat)
+
+    def _get(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        view: np.ndarray = self._buf[name].numpy()[: int(np.prod(shape))].reshape(shape)
+        return view
+
+    def warmup(self) -> None:
+        """Every bucket shape twice (ONNX Runtime captures a shape's graph on its second run)."""
+        start = time.perf_counter()
+        with self._lock:
+            self._put("style", np.full(self._host["style"].size, 0.1, np.float32))
+            self._put("speed", np.ones(self._host["speed"].size, np.float32))
+            self._put("tokens", np.full(self._host["tokens"].size, 16, np.int64))
+            for capture in (False, True):
+                for stage in (self.stage1, self.stage2):
+                    try:
+                        self._warm(stage)
+                    except Exception as err:  # a kernel that cannot be captured: run this stage uncaptured
+                        if not (capture and stage.graphs):
+                            raise
+                        stage.without_graphs(f"capture failed: {err}")
+                        self._warm(stage)
+        self.warmup_s = time.perf_counter() - start
+        used = _device_used(self._device_id) if self._used_before is not None else None
+        if used is not None and self._used_before is not None:
+            # Every shape has now run: the provider's arenas hold what the largest needs, and no request grows
+            # them further. This is the engine's pool: weights, arenas, captured graphs, I/O buffers.
+            self.pool_bytes = used - self._used_before
+        _LOGGER.info("warm-up: %d shapes in %.1f s; device memory taken by the engine: %s MiB",
+                     len(self.shapes1) + len(self.shapes2), self.warmup_s,
+                     "?" if self.pool_bytes is None else f"{self.pool_bytes / 2**20:.0f}")
+
+    def _warm(self, stage: _Stage) -> None:
+        """One run of every shape of ``stage`` (its first replays it, the next captures with graphs on)."""
+        if stage is self.stage1:
+            for b, t in self.shapes1:
+                self._put("lengths", np.full(b, t, np.int64))
+                stage.run((b, t))
+            return
+        for b, t, f in self.shapes2:
+            aligned = np.zeros((b, t, f), np.float32)
+            aligned[:, np.arange(t), np.arange(t) * f // t] = 1.0
+            self._put("alignment", aligned)
+            self._put("frames", np.full(b, f, np.int64))
+            stage.run((b, t, f))
+
+    def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
+        return [audio for audio, _ in self.synthesize_batch(items)]
+
+    def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
+        return self.synthesize_batch([item])[0]
+
+    def synthesize_batch(self, items: Sequence[SynthesisItem]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each item's audio and the frames per token it was rendered with, in item order."""
+        if len(items) > self.max_batch:
+            raise EngineError(f"batch of {len(items)} exceeds the engine's {self.max_batch} rows")
+        feeds, real = bucket_feeds(items, self.buckets)
+        rows, tokens = feeds["tokens"].shape
+        with self._lock:
+            for name in _STAGE1[:4]:
+                self._put(name, feeds[name])
+            self.stage1.run((rows, tokens))
+            durations = self._get("durations", (rows, tokens))
+            counts = [frame_counts(durations[row, :n], self.tail_frames) for row, n in enumerate(feeds["lengths"])]
+            frames = np.array([c.sum() for c in counts], np.int64)
+            groups = stage2_groups(frames[:real], tokens, self.buckets)
+            staged: dict[str, np.ndarray] = {}
+            if len(groups) > 1:  # each call's rows must lie first in d, t_en, style: gather them on the host
+                staged = {k: self._get(k, self._dims(rows, tokens, 1)[k]).copy() for k in ("d", "t_en", "style")}
+            audio: list[np.ndarray] = [np.empty(0, np.float32)] * real
+            for group, b, f in groups:
+                for row, clip in zip(group, self._stage2(group, b, tokens, f, counts, frames, staged), strict=True):
+                    audio[row] = clip
+        return [(audio[row], counts[row]) for row in range(real)]
+
+    def _stage2(self, group: np.ndarray, b: int, tokens: int, f: int, counts: list[np.ndarray],
+                frames: np.ndarray, staged: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """One stage-2 call; rows past the group repeat its first row (stage 1's extra rows already do)."""
+        fill = np.concatenate([group, np.repeat(group[:1], b - len(group))])
+        for name, array in staged.items():
+            self._put(name, array[fill])
+        aligned = np.zeros((b, tokens, f), np.float32)
+        for j, row in enumerate(fill):
+            aligned[j, :len(counts[row]), :frames[row]] = alignment(counts[row])[0]
+        self._put("alignment", aligned)
+        self._put("frames", frames[fill])
+        self.stage2.run((b, tokens, f))
+        audio = self._get("audio", (b, f * SAMPLES_PER_FRAME))
+        lengths = self._get("audio_lengths", (b,))
+        return [audio[j, :lengths[j]].copy() for j in range(len(group))]
+
+    def memory(self) -> EngineMemory:
+        return EngineMemory(host_rss_bytes=process_rss_bytes(), weights_bytes=self._weights,
+                            workspace_bytes=self.pool_bytes,
+                            extra={"bucket_shapes": float(len(self.shapes1) + len(self.shapes2)),
+                                   "cuda_graph_stages": float(self.stage1.graphs + self.stage2.graphs),
+                                   "io_buffer_bytes": float(self.buffer_bytes), "warmup_s": self.warmup_s})
+
+    def close(self) -> None:
+        with self._lock:
+            self.stage1.bindings.clear()
+            self.stage2.bindings.clear()
+            self._buf.clear()
+
+
+def _device_used(device_id: int) -> int | None:
+    """Device memory in use (NVML: no CUDA context of its own), or None without nvidia-ml-py or a driver."""
+    nvml = Nvml.open(device_id)
+    if nvml is None:
+        return None
+    try:
+        return nvml.read()[0]
+    finally:
+        nvml.close()
+
+
+_STAGE1 = ("tokens", "lengths", "style", "speed", "durations", "d", "t_en")
+_STAGE2 = ("alignment", "d", "t_en", "style", "frames", "audio", "audio_lengths")
+_DTYPES: dict[str, type] = {"tokens": np.int64, "lengths": np.int64, "style": np.float32, "speed": np.float32,
+                            "durations": np.float32, "d": np.float32, "t_en": np.float32, "alignment": np.float32,
+                            "frames": np.int64, "audio": np.float32, "audio_lengths": np.int64}
+_FROM_HOST = ("tokens", "lengths", "style", "speed", "alignment", "frames", "d", "t_en")
