@@ -86,7 +86,7 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     started = time.monotonic()
     assert stop_server(server) == 0, server.log_text()[-3000:]
     assert time.monotonic() - started < 10, "shutdown waited for requests of clients that had gone"
-    print("\nRSS MiB:", {k: round(v / 2**20) for k, v in RSS.items()})
+    print("\nRSS MiB:", {k: round(v / 2**20) for k, v in RSS.items()}, *target.notes, sep="\n")
 
 
 def _median_rss(process: psutil.Process) -> int:
