@@ -1,6 +1,6 @@
 """Time the text front end per sentence (normalize + pinyin + phonemize), warm, on the evaluation set.
 
-    python benchmarks/frontend_speed.py [tests/text/data/eval.tsv] [--repeat 5]
+    python benchmarks/frontend_speed.py [tests/unit/text/data/eval.tsv] [--repeat 5]
 
 The issue's bound is 2 ms per typical sentence on the 2-core development machine. The first call (jieba
 dictionary, pypinyin tables, data files) is reported apart: it happens once per process.
@@ -24,7 +24,7 @@ def _time_ms(fn, text: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("path", nargs="?", default="tests/text/data/eval.tsv")
+    parser.add_argument("path", nargs="?", default="tests/unit/text/data/eval.tsv")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     texts = [c.text for c in load_cases(args.path)]

@@ -55,7 +55,7 @@ class LimitSettings:
 class VoiceSettings:
     default: str
     speed: float
-    lang: str
+    languages: list[str]
 
 
 @dataclass

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import text
-from .audio import to_pcm16, trim_silence
+from .audio import SAMPLE_WIDTH, to_pcm16, trim_silence
 from .config import Settings
-from .core import MAX_SPEED, MIN_SPEED, EngineError, SynthesisItem
+from .core import MAX_SPEED, MIN_SPEED, SAMPLE_RATE, EngineError, SynthesisItem
 from .scheduler import BusyError, Scheduler
 from .voices import UnknownVoiceError, VoiceBank
 
@@ -27,7 +27,18 @@ _LOGGER = logging.getLogger(__name__)
 
 
 class TextError(ValueError):
-    """Text that cannot be spoken (empty, only symbols, too long); the message is for the client."""
+    """A request that cannot be served as sent (too long, bad speed, no text field); the message is for the client.
+
+    Text with nothing readable in it (empty, emoji, punctuation) is not an error: see ``NOTHING_TO_SAY_MS``.
+    """
+
+
+NOTHING_TO_SAY_MS = 200
+"""A request whose text has no readable word (empty, only emoji or punctuation, e.g. a notification that was
+just "👍") is answered with this much silence and an info log line, the same on every API. An error would
+make an automation that announces such a notification fail or, in Home Assistant's streaming path, cache an
+empty file that media players reject; silence is what the text says.
+"""
 
 
 def error_code(err: BaseException) -> str:
@@ -101,9 +112,10 @@ class Synthesizer:
         return [np.array(c, np.int64) for c in chunks if any(i not in self._silent for i in c)]
 
     async def prepare(self, raw: str, first: bool = True) -> list[Sentence]:
+        """``sentences`` off the event loop; text with nothing readable gives none, and says so in the log."""
         sentences = await asyncio.to_thread(self.sentences, raw, first)
-        if not sentences and first:
-            raise TextError("nothing to say: the text has no readable Chinese or Latin words")
+        if not sentences and raw.strip():
+            _LOGGER.info("no readable Chinese or Latin words in %r: nothing to say for it", raw[:80])
         return sentences
 
     def speech(self, voice: str, speed: float) -> Speech:
@@ -184,7 +196,10 @@ class Speech:
         self._tasks.put_nowait(None)
 
     async def audio(self) -> AsyncIterator[tuple[bytes, bool]]:
-        """Trimmed 16-bit PCM per piece and whether it ends a sentence, in order; ends after ``close``."""
+        """Trimmed 16-bit PCM per piece and whether it ends a sentence, in order; ends after ``close``.
+
+        A request that had nothing to say gets ``NOTHING_TO_SAY_MS`` of silence, so every request has audio.
+        """
         while (entry := await self._tasks.get()) is not None:
             task, last = entry
             try:
@@ -193,6 +208,9 @@ class Speech:
                 self._in_flight -= 1
                 self._room.set()
             yield to_pcm16(trim_silence(samples, self._synth.settings.audio)), last
+        if self._order == 0:
+            _LOGGER.info("the request had nothing readable to say: answering with %d ms of silence", NOTHING_TO_SAY_MS)
+            yield bytes(SAMPLE_RATE * SAMPLE_WIDTH * NOTHING_TO_SAY_MS // 1000), True
 
     def cancel(self) -> None:
         """The client is gone: drop what has not been synthesised, and wake an ``add`` waiting for room."""

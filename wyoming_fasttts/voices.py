@@ -11,6 +11,27 @@ from .assets import VOICES, ModelAssets
 STYLE_ROWS, STYLE_DIM = 510, 256
 
 
+# What a person sees in a voice picker (Home Assistant shows a Wyoming voice's description): the name each
+# voice's pinyin id spells and whether it is a female (zf_) or male (zm_) voice.
+NAMES = {
+    "zf_xiaobei": "小贝",
+    "zf_xiaoni": "小妮",
+    "zf_xiaoxiao": "晓晓",
+    "zf_xiaoyi": "小艺",
+    "zm_yunjian": "云健",
+    "zm_yunxi": "云希",
+    "zm_yunxia": "云夏",
+    "zm_yunyang": "云扬",
+}
+
+
+def label(name: str) -> str:
+    """``小贝 (女声)`` for ``zf_xiaobei``; a voice without a known name keeps its id."""
+    gender = {"zf": "女声", "zm": "男声"}.get(name[:2])
+    shown = NAMES.get(name, name)
+    return f"{shown} ({gender})" if gender else shown
+
+
 class UnknownVoiceError(ValueError):
     """A voice that is not installed; the message names the valid ones."""
 

@@ -166,7 +166,7 @@ def test_every_option_matches_its_schema(config: dict[str, Any]) -> None:
 
 def test_voice_list_is_what_the_server_announces(config: dict[str, Any]) -> None:
     listed = config["schema"]["voice"].strip()[5:-1].split("|")
-    announced = [voice.name for voice in build_info(list(VOICES), "zh_CN").tts[0].voices]
+    announced = [voice.name for voice in build_info(list(VOICES), ["zh_CN"]).tts[0].voices]
     assert listed == announced == list(VOICES)
 
 
@@ -325,7 +325,7 @@ async def _healthcheck_against(info: Info | None) -> tuple[int, str]:
 
 
 def test_healthcheck_passes_when_the_server_announces_voices() -> None:
-    code, err = asyncio.run(_healthcheck_against(build_info(list(VOICES), "zh_CN")))
+    code, err = asyncio.run(_healthcheck_against(build_info(list(VOICES), ["zh_CN"])))
     assert code == 0, err
 
 

@@ -1,4 +1,4 @@
-"""Settings from config.yaml, a user file and flags: wrong values are config errors, caches go where caches go."""
+"""Settings from the packaged defaults, a user file and flags: wrong values are config errors; plans go to the cache."""
 
 from __future__ import annotations
 

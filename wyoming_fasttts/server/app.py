@@ -120,7 +120,7 @@ async def build_runtime(
 
 
 async def start_wyoming(runtime: Runtime) -> asyncio.AbstractServer:
-    info = build_info(runtime.synth.voices.names, runtime.settings.voice.lang)
+    info = build_info(runtime.synth.voices.names, runtime.settings.voice.languages)
     server = await serve_wyoming(runtime.settings.server.uri, info, runtime.synth, runtime.requests)
     _LOGGER.info("Wyoming server listening on %s", runtime.settings.server.uri)
     return server

@@ -1,8 +1,13 @@
 """Wyoming protocol: describe, one-shot synthesize, and streamed synthesize-start/chunk/stop.
 
-Every failure a client can cause ends in an ``error`` event on that client's connection; the connection
-stays usable and no other client notices. Home Assistant reads a one-shot reply only up to the first
-``audio-stop``, so a one-shot request gets exactly one audio cycle; a stream gets one cycle per sentence.
+Every request ends the way its client waits for, whatever goes wrong. Home Assistant's integration ignores
+``error`` events: it stops reading a one-shot reply at the first ``audio-stop`` (or a closed connection) and a
+stream at ``synthesize-stopped``. So a failure sends the ``error`` event (for logs and other clients) and then
+ends the exchange: ``audio-stop`` if audio had started, ``synthesize-stopped`` for a stream (in answer to the
+client's synthesize-stop, ``_fail_stream`` says why), and a one-shot request that failed before any audio
+closes the connection (``_one_shot`` says why). A one-shot request gets
+exactly one audio cycle; a stream gets one cycle per sentence. Text with nothing readable is not a failure: it
+is answered with a short silence (``synthesizer.NOTHING_TO_SAY_MS``). No other client notices any of this.
 """
 
 from __future__ import annotations
@@ -33,21 +38,28 @@ from wyoming.tts import (
     SynthesizeVoice,
 )
 
-from .. import __version__
+from .. import PROJECT_URL, __version__
 from ..audio import CHANNELS, SAMPLE_WIDTH, pcm_chunks
 from ..config import LimitSettings
 from ..core import SAMPLE_RATE
 from ..scheduler import BusyError
 from ..synthesizer import Speech, SpeechCancelled, Synthesizer, TextError, error_code
 from ..text import SentenceBuffer
+from ..voices import label
 
 _LOGGER = logging.getLogger(__name__)
 
 KOKORO = Attribution(name="hexgrad (Kokoro-82M, Apache-2.0)", url="https://github.com/hexgrad/kokoro")
-PROJECT = Attribution(name="wyoming-fasttts developers", url="")
+PROJECT = Attribution(name="wyoming-fasttts", url=PROJECT_URL)
 
 
-def build_info(voices: list[str], lang: str) -> Info:
+def build_info(voices: list[str], languages: list[str]) -> Info:
+    """What ``describe`` answers: every voice with its Chinese name (``description``) and all language codes.
+
+    Home Assistant's picker shows a voice's description; its exact-match paths (``tts.speak`` with
+    ``language:``, the voice list of a pipeline) look a language code up as given, so each voice carries every
+    code users type for Mandarin.
+    """
     return Info(
         tts=[
             TtsProgram(
@@ -60,11 +72,11 @@ def build_info(voices: list[str], lang: str) -> Info:
                 voices=[
                     TtsVoice(
                         name=name,
-                        description=f"Kokoro v1.0 Mandarin voice {name}",
+                        description=label(name),
                         attribution=KOKORO,
                         installed=True,
                         version="1.0",
-                        languages=[lang],
+                        languages=list(languages),
                     )
                     for name in voices
                 ],
@@ -98,11 +110,15 @@ class Requests:
 
 @dataclass
 class _Stream:
+    """One synthesize-start … synthesize-stop exchange in progress."""
+
     speech: Speech
-    writer: asyncio.Task[None]
+    writer: asyncio.Task[None] | None = None
     buffer: SentenceBuffer = field(default_factory=SentenceBuffer)
     chars: int = 0
     spoken: bool = False
+    cycle_open: bool = False  # an audio-start was sent whose audio-stop was not
+    ended: bool = False  # no more audio: finished, or failed (``FastTtsHandler._fail_stream``)
 
 
 class FastTtsHandler(AsyncEventHandler):
@@ -119,6 +135,10 @@ class FastTtsHandler(AsyncEventHandler):
         self._synth = synth
         self._requests = requests
         self._stream: _Stream | None = None
+        # A stream that ended early (an error) still has the client's chunks, its compatibility synthesize and
+        # its synthesize-stop on the way; they are read and dropped until that synthesize-stop.
+        self._draining = False
+        self._writers: set[asyncio.Task[None]] = set()
         self._chunk_ms = synth.settings.server.audio_chunk_ms
 
     async def run(self) -> None:
@@ -173,22 +193,24 @@ class FastTtsHandler(AsyncEventHandler):
                 fatal=True) from None
 
     async def disconnect(self) -> None:
+        for writer in list(self._writers):
+            writer.cancel()
         if self._stream is not None:
+            self._stream.ended = True
             self._stream.speech.cancel()
-            self._stream.writer.cancel()
             self._stream = None
             self._requests.end()
 
     async def handle_event(self, event: Event) -> bool:
-        """Dispatch one event; its work is cancelled the moment the peer goes (nobody could hear the audio)."""
+        """Dispatch one event; False closes the connection (a one-shot request that failed before any audio).
+
+        The work runs in this task (a request's metrics context lives here), watched for the peer: it is
+        cancelled the moment the peer goes, since nobody could hear the audio.
+        """
         try:
-            _check_fields(event)
-            if event.type in _STARTS_A_REQUEST and not self._claimed:
-                self._claimed = self._peers.claim_request(self._peer)
-            # The dispatch runs in this task (a request's metrics context lives here), watched for the peer.
             watcher = asyncio.ensure_future(_cancel_when_gone(self.reader, asyncio.current_task()))
             try:
-                await self._dispatch(event)
+                return await self._dispatch(event)
             finally:
                 watcher.cancel()
         except ConnectionError:
@@ -199,13 +221,16 @@ class FastTtsHandler(AsyncEventHandler):
                 task.uncancel()  # our own watcher's cancel: the connection ends normally, not as cancelled
             return False
         except Exception as err:  # one bad request must never take the connection down
-            if error_code(err) == "internal":
-                _LOGGER.exception("error handling %s", event.type)
-            await self._send_error(str(err), error_code(err))
+            await self._report(err)
         finally:
             if self._stream is None:
                 self._release_request()
         return True
+
+    def _claim_request(self) -> None:
+        """Count a request against ``limits.max_requests_per_peer`` (BusyError beyond it)."""
+        if not self._claimed:
+            self._claimed = self._peers.claim_request(self._peer)
 
     def _release_request(self) -> None:
         if self._claimed:
@@ -221,65 +246,106 @@ class FastTtsHandler(AsyncEventHandler):
             raise ConnectionResetError(
                 f"client read nothing for {self._limits.write_timeout_s:g} s (limits.write_timeout_s)") from None
 
-    async def _dispatch(self, event: Event) -> None:
-        if event.type in ("synthesize", "synthesize-chunk") and not isinstance(event.data.get("text"), str):
-            raise TextError(f"{event.type} needs a 'text' string")
+    async def _dispatch(self, event: Event) -> bool:
         if Describe.is_type(event.type):
             await self.write_event(self._info.event())
         elif Ping.is_type(event.type):
             await self.write_event(Pong(text=Ping.from_event(event).text).event())
         elif Synthesize.is_type(event.type):
-            if self._stream is not None:
+            if self._stream is not None or self._draining:
                 _LOGGER.debug("ignoring synthesize inside a stream (sent for older clients)")
-                return
-            await self._one_shot(event)
+                return True
+            return await self._one_shot(event)
         elif SynthesizeStart.is_type(event.type):
-            await self._start_stream(SynthesizeStart.from_event(event), event)
+            await self._start_stream(event)
         elif SynthesizeChunk.is_type(event.type):
-            await self._stream_chunk(SynthesizeChunk.from_event(event).text)
+            await self._stream_chunk(event)
         elif SynthesizeStop.is_type(event.type):
             await self._stop_stream()
         else:
             raise TextError(f"unexpected event '{event.type}'; this server handles describe and synthesize events")
+        return True
 
     def _voice_and_speed(self, voice: SynthesizeVoice | None, event: Event) -> tuple[str | None, float | None]:
         context = event.data.get("context") or {}
         speed = event.data.get("speed", context.get("speed"))
-        return (voice.name if voice else None), (None if speed is None else float(speed))
-
-    async def _one_shot(self, event: Event) -> None:
-        request = Synthesize.from_event(event)
-        name, speed = self._synth.check_request(request.text, *self._voice_and_speed(request.voice, event))
-        sentences = await self._synth.prepare(request.text)
-        self._requests.begin()
         try:
-            started = False
-            async with contextlib.aclosing(self._synth.one_shot(sentences, name, speed)) as audio:
-                async for pcm in audio:
-                    if not started:
-                        await self.write_event(_audio_start())
-                        started = True
-                    await self._write_audio(pcm)
-            await self.write_event(AudioStop().event())
-        finally:
-            self._requests.end()
+            return (voice.name if voice else None), (None if speed is None else float(speed))
+        except (TypeError, ValueError):
+            raise TextError(f"speed must be a number between 0.5 and 2.0, not {speed!r}") from None
 
-    async def _start_stream(self, start: SynthesizeStart, event: Event) -> None:
+    async def _one_shot(self, event: Event) -> bool:
+        """One audio cycle. On failure: the error event, then audio-stop if audio had started, else hang up.
+
+        Home Assistant's one-shot reader ignores ``error`` and waits for ``audio-stop`` or a closed connection.
+        An empty audio cycle would hand its TTS manager zero bytes as a finished answer, which it caches (on
+        disk, across restarts) and gives to the media player; a closed connection is its failure path: it
+        logs "No TTS from …", caches nothing, and the next announcement asks again. Hence False: hang up.
+        """
+        started = False
+        try:
+            _require_text(event)
+            _check_fields(event)
+            request = Synthesize.from_event(event)
+            name, speed = self._synth.check_request(request.text, *self._voice_and_speed(request.voice, event))
+            sentences = await self._synth.prepare(request.text)
+            self._claim_request()
+            self._requests.begin()
+            try:
+                async with contextlib.aclosing(self._synth.one_shot(sentences, name, speed)) as audio:
+                    async for pcm in audio:
+                        if not started:
+                            await self.write_event(_audio_start())
+                            started = True
+                        await self._write_audio(pcm)
+            finally:
+                self._requests.end()
+        except ConnectionError:
+            raise
+        except Exception as err:
+            await self._report(err)
+            if not started:
+                return False
+        await self.write_event(AudioStop().event())
+        return True
+
+    async def _start_stream(self, event: Event) -> None:
+        """Open a stream; one that cannot start (unknown voice, bad speed, shutting down) fails at once."""
         if self._stream is not None:
             raise TextError("a synthesize stream is already open on this connection")
-        name, speed = self._synth.check_request("", *self._voice_and_speed(start.voice, event))
-        speech = self._synth.speech(name, speed)
-        self._requests.begin()
-        self._stream = _Stream(speech, asyncio.create_task(self._stream_writer(speech)))
+        self._draining = False
+        try:
+            _check_fields(event)
+            start = SynthesizeStart.from_event(event)
+            name, speed = self._synth.check_request("", *self._voice_and_speed(start.voice, event))
+            self._claim_request()
+            self._requests.begin()
+        except Exception as err:
+            self._draining = True
+            await self._report(err)
+            return
+        stream = self._stream = _Stream(self._synth.speech(name, speed))
+        stream.writer = asyncio.create_task(self._stream_writer(stream))
+        self._writers.add(stream.writer)
+        stream.writer.add_done_callback(self._writers.discard)
 
-    async def _stream_chunk(self, text: str) -> None:
+    async def _stream_chunk(self, event: Event) -> None:
+        if self._draining:
+            return
         stream = self._require_stream()
-        stream.chars += len(text)
-        limit = self._synth.settings.server.max_text_chars
-        if stream.chars > limit:
-            raise TextError(f"stream too long: more than {limit} characters (server.max_text_chars)")
-        for sentence in stream.buffer.add(text):
-            await self._speak(stream, sentence)
+        try:
+            text = _require_text(event)
+            _check_fields(event)
+            stream.chars += len(text)
+            limit = self._synth.settings.server.max_text_chars
+            if stream.chars > limit:
+                raise TextError(f"stream too long: more than {limit} characters (server.max_text_chars)")
+            for sentence in stream.buffer.add(text):
+                await self._speak(stream, sentence)
+        except ConnectionError:
+            raise
+        except Exception as err:
+            await self._fail_stream(stream, err)
 
     async def _speak(self, stream: _Stream, sentence: str) -> None:
         pieces = await self._synth.prepare(sentence, first=not stream.spoken)
@@ -290,43 +356,77 @@ class FastTtsHandler(AsyncEventHandler):
             _LOGGER.debug("dropping text for a stream whose audio failed or whose client left")
 
     async def _stop_stream(self) -> None:
-        stream = self._require_stream()
+        """Every synthesize-stop gets its synthesize-stopped: after the last audio, or at once for a failed stream."""
+        stream = self._stream
+        if stream is None:
+            draining, self._draining = self._draining, False
+            if not draining:
+                await self._report(TextError("synthesize-stop without synthesize-start"))
+            await self.write_event(SynthesizeStopped().event())
+            return
         try:
             for sentence in stream.buffer.flush():
                 await self._speak(stream, sentence)
             stream.speech.close()
-            await stream.writer
-            if not stream.spoken:
-                await self._send_error("nothing to say: the stream had no readable text", "bad-text")
-        finally:
+            if stream.writer is not None:
+                await stream.writer  # on an audio failure the writer fails the stream itself
+        except ConnectionError:
+            raise
+        except Exception as err:
+            await self._fail_stream(stream, err)
+        if not stream.ended:
+            stream.ended = True
             self._stream = None
             self._requests.end()
+        self._draining = False
         await self.write_event(SynthesizeStopped().event())
 
     def _require_stream(self) -> _Stream:
         if self._stream is None:
-            raise TextError("synthesize-chunk/stop without synthesize-start")
+            raise TextError("synthesize-chunk without synthesize-start")
         return self._stream
 
-    async def _stream_writer(self, speech: Speech) -> None:
+    async def _fail_stream(self, stream: _Stream, err: Exception) -> None:
+        """Stop a stream's audio: the error event, then audio-stop for an open cycle; once per stream.
+
+        The client's remaining chunks are read and dropped, and its synthesize-stop gets the synthesize-stopped
+        it waits for (``_stop_stream``). Not sooner: Home Assistant's reader ends at synthesize-stopped and
+        closes the connection while its writer may still be sending the reply's text; that writer then dies
+        with an AssertionError in HA's log. Its writer sends everything it has at once (``tts.speak``) or as
+        fast as the LLM writes, so waiting for its synthesize-stop costs no more than the text's own arrival.
+        """
+        if stream.ended:
+            return
+        stream.ended = True
+        if self._stream is stream:
+            self._stream = None
+        self._requests.end()
+        self._draining = True
+        stream.speech.cancel()
+        if stream.writer is not None and stream.writer is not asyncio.current_task():
+            stream.writer.cancel()
+            await asyncio.gather(stream.writer, return_exceptions=True)
+        await self._report(err)
+        if stream.cycle_open:
+            stream.cycle_open = False
+            await self.write_event(AudioStop().event())
+
+    async def _stream_writer(self, stream: _Stream) -> None:
         """One audio cycle per sentence, each sent as soon as its audio is ready."""
-        open_cycle = False
         try:
-            async for pcm, last in speech.audio():
-                if not open_cycle:
+            async for pcm, last in stream.speech.audio():
+                if not stream.cycle_open:
                     await self.write_event(_audio_start())
-                    open_cycle = True
+                    stream.cycle_open = True
                 await self._write_audio(pcm)
                 if last:
                     await self.write_event(AudioStop().event())
-                    open_cycle = False
+                    stream.cycle_open = False
         except ConnectionError:
-            speech.cancel()
+            stream.speech.cancel()
         except Exception as err:
-            speech.cancel()
-            if open_cycle:
-                await self.write_event(AudioStop().event())
-            await self._send_error(str(err), error_code(err))
+            with contextlib.suppress(ConnectionError):
+                await self._fail_stream(stream, err)
 
     async def _write_audio(self, pcm: bytes) -> None:
         for chunk in pcm_chunks(pcm, self._chunk_ms):
@@ -334,11 +434,24 @@ class FastTtsHandler(AsyncEventHandler):
                 AudioChunk(rate=SAMPLE_RATE, width=SAMPLE_WIDTH, channels=CHANNELS, audio=chunk).event()
             )
 
+    async def _report(self, err: Exception) -> None:
+        """The error event for a failed request (its stack trace in the log if it is our bug, not the client's)."""
+        if error_code(err) == "internal":
+            _LOGGER.exception("error handling a request", exc_info=err)
+        await self._send_error(str(err), error_code(err))
+
     async def _send_error(self, text: str, code: str) -> None:
         _LOGGER.info("error to client (%s): %s", code, text)
         self._requests.error(code)
         with contextlib.suppress(ConnectionError):
             await self.write_event(Error(text=text, code=code).event())
+
+
+def _require_text(event: Event) -> str:
+    text = event.data.get("text")
+    if not isinstance(text, str):
+        raise TextError(f"{event.type} needs a 'text' string")
+    return text
 
 
 def _audio_start() -> Event:
@@ -352,9 +465,6 @@ class _MalformedEvent(ValueError):
         super().__init__(message)
         self.fatal = fatal
         self.code = code
-
-
-_STARTS_A_REQUEST = ("synthesize", "synthesize-start")
 
 
 async def _cancel_when_gone(reader: PeerReader, task: asyncio.Task[Any] | None) -> None:

@@ -20,11 +20,12 @@ class Case:
 
 
 def load_cases(path: str | Path) -> list[Case]:
+    """Rows of category, text, spoken form and (not in the announcement sets) pinyin."""
     cases = []
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
-            category, text, spoken, pinyin = line.split("\t")
-            cases.append(Case(category, text, spoken, tuple(pinyin.split())))
+            category, text, spoken, *pinyin = line.split("\t")
+            cases.append(Case(category, text, spoken, tuple(pinyin[0].split()) if pinyin else ()))
     return cases
 
 

@@ -71,6 +71,11 @@ def _tokenizer() -> Any:  # jieba.Tokenizer (jieba has no type hints)
     return tokenizer
 
 
+def words(text: str) -> list[str]:
+    """jieba's words of normalised text (with our phrase table), as the phoneme string spaces them."""
+    return list(_tokenizer().lcut(text, HMM=False))
+
+
 def _segment(text: str) -> list[str]:
     """pypinyin's own phrase segmentation, so we know which characters it read inside a word."""
     from pypinyin.seg.mmseg import seg

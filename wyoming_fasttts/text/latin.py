@@ -3,18 +3,22 @@
 There is no English G2P on this path, but Kokoro v1.0's vocabulary holds misaki's English phoneme set, so
 known words are looked up: first our own table of names as Chinese speakers say them
 (``data/latin.tsv``), then misaki's English gold lexicon (shipped inside misaki, no download). Acronyms
-and unknown words are spelled letter by letter, as a Chinese reader does with GPU or USB.
+and unknown words are spelled letter by letter, as a Chinese reader does with GPU or USB; an unknown
+camel-case name is read part by part first (SmartThings → Smart Things), as it is said.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 from importlib import resources
 
 from .data import load_table
 
 _ACRONYM_MAX = 5
+# Parts of a camel-case name: HomePod → Home Pod, ESPHome → ESP Home, ChatGPT → Chat GPT.
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
 
 
 @functools.cache
@@ -54,4 +58,13 @@ def phonemes(word: str) -> str:
         return " ".join(phonemes(part) for part in word.split("-") if part)
     if word.isupper() and len(word) <= _ACRONYM_MAX:
         return spell(word)
-    return _lookup(word) or spell(word)
+    known = _lookup(word)
+    if known:
+        return known
+    stem = _lookup(word[:-1]) if word.endswith("s") and len(word) > 3 else None
+    if stem:  # a plural the lexicon lacks: Things, Pods
+        return stem + ("s" if stem[-1] in "ptkfθ" else "z")
+    parts = _CAMEL.findall(word)
+    if len(parts) > 1:
+        return " ".join(phonemes(part) for part in parts)
+    return spell(word)

@@ -34,8 +34,9 @@ class _Rules:
         self.temperature = set(d["temperature_units"])
         self.pauses = str.maketrans(d["pauses"])
         ordinal, liang = _alternation(d["ordinal_words"]), _alternation(d["liang_words"])
-        self.ordinal_re = re.compile(rf"(?:到\d+)?(?:{ordinal})")
-        self.liang_re = re.compile(rf"(?:到\d+)?(?:{liang})")
+        self.ordinal_re = re.compile(rf"\s*(?:到\d+)?(?:{ordinal})")
+        self.liang_re = re.compile(rf"\s*(?:到\d+)?(?:{liang})")
+        self.unit_cues = {u: re.compile(_alternation(words)) for u, words in d["unit_cues"].items()}
         self.year_before = re.compile(rf"(?:{_alternation(d['year_count_before'])})$")
         self.year_after = re.compile(rf"(?:{_alternation(d['year_count_after'])})")
         self.short_year_after = re.compile(rf"(?:{_alternation(d['short_year_count_after'])})")
@@ -52,27 +53,48 @@ class _Rules:
         ratio = _alternation(d["ratio_cues"])
         math = "".join(re.escape(s) for s in d["math_symbols"])
         service = _alternation(d["service_numbers"])
+        compare = "".join(re.escape(s) for s in d["compare_symbols"])
+        per = _alternation(d["per_words"])
+        # A clock or ratio pair is not part of a longer one (12:03:45) but may follow a colon (提醒：08:05).
+        pair = r"(?<!\d[:：])(?<![\d.])"
         return [
+            (re.compile(rf"(?<![A-Za-z])([{d['plate_provinces']}])([A-Z])\s*[·.]?\s*(?=[A-Z\d]{{5,6}}(?![A-Za-z\d]))"
+                        r"([A-Z]*\d[A-Z\d]*)"), self._plate),
+            (re.compile(r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])"), self._ip),
+            (re.compile(r"(?<![\d.])\d+(?:\.\d+)+(?![\d.])"), self._version),
             (re.compile(r"(?<!\d)(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})(?![\d.])(?:\s*[日号])?"), self._ymd),
+            (re.compile(r"(?:(?<=[日号])\s*[-~]\s*(?=\d{1,2}月)|(?:(?<=[%‰])|(?<=°C))\s*[-~]\s*(?=\d))"),
+             lambda m: "到"),
             (re.compile(r"(?<!\d)(\d{1,2})月(\d{1,2})(?=[日号])"), self._md),
-            (re.compile(rf"(?:{cue_before})(?:是|为|：|:|\s)*[A-Z]{{0,3}}(?:\d[\d -]*\d|\d)"), self._cued),
+            (re.compile(r"(?<![\d./])(\d{1,2})/(\d{1,2})(?![\d/])"), self._month_day),
+            # №3, 3#楼 (№ became # above); not a Markdown heading (## 1. …).
+            (re.compile(r"(?<!#)#\s?(\d+)(?![\d.])号?|(\d+)#(?!#)"), lambda m: (m[1] or m[2]) + "号"),
+            (re.compile(rf"(?:{cue_before})(?:是|为|：|:|\s)*[A-Z]{{0,3}}-?(?:\d[\d -]*\d|\d)"), self._cued),
             (re.compile(rf"(?<![\d.])\d{{3,}}(?:-\d+)*(?=\s*(?:{cue_after}))"), self._digit_string),
-            (re.compile(r"(?<![\d.\-])(?:1[3-9]\d{9}|0\d{2,3}-\d{7,8}|400-?\d{3}-?\d{4})(?![\d.])"),
-             self._digit_string),
+            (re.compile(r"(?<![\d.\-])(?:\+86[\s-]*)?(?:1[3-9]\d[\s-]?\d{4}[\s-]?\d{4}|0\d{2,3}-\d{7,8}"
+                        r"|400-?\d{3}-?\d{4})(?![\d.])"), self._digit_string),
             (re.compile(rf"(?<![\d.A-Za-z])(?:{service})(?![\d.])"), self._service),
-            (re.compile(r"(?<![A-Za-z])[A-Z]{1,3}\d{3,}(?![\d.])"), self._digit_string),
+            (re.compile(r"(?<![A-Za-z\d.])[A-Z]{1,5}\d*(?:-[A-Z]*\d[A-Z\d]*)+"), self._digit_string),
+            (re.compile(r"(?<![A-Za-z])[A-Z]{1,3}\d{3,}(?![\d.])|(?<![A-Za-z])[GDCKTZYSL]\d{1,4}(?=\s*次)"),
+             self._digit_string),
             (re.compile(rf"((?:{ratio})(?:是|为)?\s*)(\d+)\s*[:：]\s*(\d+)"), self._ratio),
-            (re.compile(r"(?<![\d:])(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?(?![\d:])(\s*[-~至]\s*(?=\d{1,2}[:：]\d{2}))?"),
+            (re.compile(pair + r"(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?(?![\d:])(\s*[-~至]\s*(?=\d{1,2}[:：]\d{2}))?"),
              self._clock),
-            (re.compile(r"(?<![\d:])(\d+)[:：](\d+)(?![\d:])"), self._ratio),
-            (re.compile(rf"(-?)({money})\s*(\d[\d,]*(?:\.\d+)?)(万|亿)?"), self._money),
+            (re.compile(pair + r"(\d+)[:：](\d+)(?![\d:])"), self._ratio),
+            (re.compile(rf"\s*([{compare}])\s*(?=[-\d])"), lambda m: self.d["compare_symbols"][m[1]]),
+            (re.compile(r"(?<=\d)\+(?!\s*\d)"), lambda m: "加"),
+            (re.compile(rf"(-?)({money})\s*(\d(?:\d|,(?=\d{{3}}))*(?:\.\d+)?)(万|亿)?"), self._money),
             (re.compile(rf"(?<![\d.])(-?)({_NUM})\s*([%‰])"), self._percent),
             (re.compile(r"(?<![\d.,])(-?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d{1,2})元"), self._yuan),
             (re.compile(r"(?<![\d./])(\d+)/(\d+)(?![\d/])"), self._fraction),
+            (re.compile(r"(?<![\d.])([5-9][05]|[01][05]|00)(?=后)"), lambda m: digits(m[1])),
+            (re.compile(r"(?<![\d.])((?:19|20)\d\d)\s*[-~]\s*((?:19|20)\d\d)(?![\d.])"), self._year_range),
             (re.compile(rf"(?<![\d.])(-?)({_NUM})\s*[-~～]\s*(?=-?\d)"), self._range),
             (re.compile(r"(?<!\d)(\d{2,4})(?=年)"), self._year),
             (re.compile(rf"(?<=\d)\s*([{math}])\s*(?=[-\d])"), self._math),
             (re.compile(rf"(?<![\d.A-Za-z])(-?)({_NUM})\s*({unit})(?![A-Za-z])"), self._unit),
+            (re.compile(rf"(?<=[\u3400-\u9fff])\s*/\s*(?=(?:{per}))"), lambda m: "每"),
+            (re.compile(rf"(?<=[\u3400-\u9fff])\s*/\s*({unit})(?![A-Za-z])"), lambda m: "每" + self.units[m[1]]),
             (re.compile(r"(?<![\d.])(-?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"), self._number),
         ]
 
@@ -84,6 +106,31 @@ class _Rules:
     def _md(self, m: re.Match[str]) -> str:
         return f"{cardinal(m[1])}月{cardinal(m[2])}"
 
+    def _plate(self, m: re.Match[str]) -> str:
+        """苏E·6K3M9: no pause after the province letter, the rest as a code."""
+        return m[1] + m[2] + _read_code(m[3])
+
+    def _ip(self, m: re.Match[str]) -> str:
+        return "点".join(_read_code(part) for part in m[0].split("."))
+
+    def _version(self, m: re.Match[str]) -> str:
+        """v3.2.1, 2025.11 版本: each part a number (a four-digit year part digit by digit); else untouched."""
+        parts = m[0].split(".")
+        before, after = m.string[: m.start()], m.string[m.end() :]
+        cue = bool(_VERSION_BEFORE.search(before) or _VERSION_AFTER.match(after))
+        if len(parts) == 2 and not cue:
+            return m[0]
+        if len(parts) == 3 and len(parts[0]) == 4 and not (cue or re.search(r"[A-Za-z]\s*$", before)):
+            return m[0]  # 2025.06.18: a date
+        return "点".join(digits(p) if len(p) == 4 or (len(p) > 1 and p[0] == "0") else cardinal(p) for p in parts)
+
+    def _month_day(self, m: re.Match[str]) -> str:
+        """5/20 is a date when it can only be one (day 13–31); 1/5 stays a fraction."""
+        month, day = int(m[1]), int(m[2])
+        if 1 <= month <= 12 and 13 <= day <= 31 and not _FRACTION_AFTER.match(m.string[m.end() :]):
+            return f"{cardinal(m[1])}月{cardinal(m[2])}日"
+        return m[0]
+
     def _cued(self, m: re.Match[str]) -> str:
         text = m[0]
         start = re.search(r"[A-Z]*\d", text)
@@ -91,7 +138,7 @@ class _Rules:
         return text[: start.start()] + _read_code(text[start.start() :])
 
     def _digit_string(self, m: re.Match[str]) -> str:
-        return _read_code(m[0])
+        return _read_code(m[0].replace("+", "加"))
 
     def _service(self, m: re.Match[str]) -> str:
         """110, 12345 …: dialled numbers, unless a measure word shows they count something (120个)."""
@@ -108,6 +155,7 @@ class _Rules:
         if int(h) > 24 or int(mi) > 59 or (s and int(s) > 59):
             return f"{cardinal(h)}比{cardinal(mi)}" + (f"比{cardinal(s)}" if s else "")
         out = cardinal(h, liang=True) + "点"
+        s = s if s and int(s) else None  # 09:00:00 is 九点
         if int(mi) or s:
             out += ("零" if mi.startswith("0") and int(mi) else "") + cardinal(mi) + "分"
         if s:
@@ -155,6 +203,13 @@ class _Rules:
             return digits(number) + "到"
         return self._sign(sign, after) + self._read_number("", number, "到" + after) + "到"
 
+    def _year_range(self, m: re.Match[str]) -> str:
+        """2025-2026赛季: two years, unless a measure word shows they are amounts (2000-2500元)."""
+        after = m.string[m.end() :]
+        if self.liang_re.match(after) or self.unit_re.match(after):
+            return m[0]
+        return digits(m[1]) + "到" + digits(m[2])
+
     def _sign(self, sign: str, after: str) -> str:
         """零下 for temperatures, 负 otherwise."""
         if not sign:
@@ -168,6 +223,9 @@ class _Rules:
 
     def _unit(self, m: re.Match[str]) -> str:
         sign, number, unit = m.groups()
+        cue = self.unit_cues.get(unit)
+        if cue and not cue.search(m.string[max(0, m.start() - 8) : m.start()]):
+            return m[0]
         reading = str(self.units[unit])
         return self._sign(sign, reading) + decimal(number, liang=bool(self.liang_re.match(reading))) + reading
 
@@ -179,15 +237,20 @@ class _Rules:
         return self._sign(sign, after) + self._read_number(m.string[: m.start()], whole + (frac or ""), after)
 
     def _read_number(self, before: str, number: str, after: str) -> str:
-        """A bare number: 两 before a measure word, digit by digit for long or zero-led strings."""
+        """A bare number: 两 before a measure word, digit by digit for long or zero-led strings (unless a
+        measure word or 万/亿 shows an amount: 2000000元 → 两百万元)."""
         if "." in number:
             return decimal(number)
-        if len(number) > 1 and (number.startswith("0") or len(number) >= 7) and not re.match(r"\s*[万亿]", after):
+        amount = bool(re.match(r"\s*[万亿]", after) or self.liang_re.match(after))
+        if len(number) > 1 and (number.startswith("0") or len(number) >= 7) and not amount:
             return _read_code(number)
         ordinal = before.endswith("第") or bool(self.ordinal_re.match(after))
         return cardinal(number, liang=not ordinal and bool(self.liang_re.match(after)), big_liang=not ordinal)
 
 
+_FRACTION_AFTER = re.compile(r"\s*(?:的|之|左右|以上|以下)")
+_VERSION_BEFORE = re.compile(r"(?:(?<![A-Za-z])[vV]|版本号?[:：]?\s*|更新到\s*|升级到\s*)$")
+_VERSION_AFTER = re.compile(r"\s*版")
 _BIG_OR_MORE = re.compile(r"\s*[万亿多年]")
 
 

@@ -24,6 +24,8 @@ from wyoming.tts import (
 
 from wyoming_fasttts.assets import VOICES
 from wyoming_fasttts.client import ServerError, say
+from wyoming_fasttts.synthesizer import NOTHING_TO_SAY_MS
+from wyoming_fasttts.voices import label
 
 WELCOME = "欢迎使用语音合成系统"
 
@@ -36,6 +38,16 @@ async def _events_until(client: AsyncClient, done: str, timeout: float = 120.0) 
         events.append(event)
         if event.type in (done, "error"):
             return events
+
+
+async def _events_through(client: AsyncClient, done: str, timeout: float = 120.0) -> list[Event]:
+    """Every event up to and including ``done``, errors too: how a request ends is what is being checked."""
+    events = []
+    while not events or events[-1].type != done:
+        event = await asyncio.wait_for(client.read_event(), timeout)
+        assert event is not None, f"server closed the connection after {[e.type for e in events]}"
+        events.append(event)
+    return events
 
 
 async def _exchange(uri: str, *requests: Event, done: str = "audio-stop") -> list[Event]:
@@ -54,7 +66,10 @@ def test_describe_lists_the_mandarin_voices(server):
     assert program.supports_synthesize_streaming
     assert program.version and program.attribution and program.description
     assert [v.name for v in program.voices] == list(VOICES)
-    assert all(v.languages == ["zh_CN"] for v in program.voices)
+    assert [v.description for v in program.voices] == [label(name) for name in VOICES]
+    assert len({v.description for v in program.voices}) == len(VOICES)
+    assert all(v.languages == ["zh_CN", "zh-CN", "zh-cn", "zh-Hans", "zh"] for v in program.voices)
+    assert program.attribution.url and all(v.attribution.url for v in program.voices)
 
 
 def test_one_shot_is_one_audio_cycle_of_intelligible_speech(server):
@@ -116,24 +131,74 @@ def test_voice_and_speed_are_chosen_per_request(server):
     assert median_pitch_hz(other.pcm) > 1.3 * median_pitch_hz(normal.pcm)
 
 
-@pytest.mark.parametrize(
-    ("text", "code"),
-    [("", "bad-text"), ("   \n\t ", "bad-text"), ("😀🎉👍 ★☆ ###", "bad-text"), ("好" * 100_000, "bad-text")],
-    ids=["empty", "whitespace", "emoji-only", "100k-characters"],
-)
-def test_unspeakable_text_gets_an_error_and_the_connection_stays_usable(server, text, code):
+def _silence(events: list[Event]) -> bytes:
+    """The one audio cycle of a nothing-to-say answer: NOTHING_TO_SAY_MS of digital silence."""
+    types = [e.type for e in events]
+    assert types[0] == "audio-start" and types.count("audio-stop") == 1 and "error" not in types, types
+    pcm = b"".join(AudioChunk.from_event(e).audio for e in events if AudioChunk.is_type(e.type))
+    assert pcm == bytes(len(pcm)) and len(pcm) == 48 * NOTHING_TO_SAY_MS
+    return pcm
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t ", "😀🎉", "👍", "……", "★☆ ###"])
+def test_nothing_to_say_is_a_short_silence_in_both_modes(server, text):
+    """Emoji-only or empty text (a notification that was just "👍") is not an error: an automation goes on."""
+
     async def go():
         async with AsyncClient.from_uri(server.uri) as client:
             await client.write_event(Synthesize(text=text).event())
-            first = await _events_until(client, "audio-stop")
-            await client.write_event(Describe().event())
-            second = await _events_until(client, "info")
-            return first, second
+            one_shot = await _events_until(client, "audio-stop")
+            await client.write_event(SynthesizeStart().event())
+            for piece in [*text, ""]:
+                await client.write_event(SynthesizeChunk(text=piece).event())
+            await client.write_event(Synthesize(text=text).event())
+            await client.write_event(SynthesizeStop().event())
+            streamed = await _events_until(client, "synthesize-stopped")
+            return one_shot, streamed
 
-    first, second = run(go())
-    assert [e.type for e in first] == ["error"]
-    assert Error.from_event(first[0]).code == code
-    assert second[-1].type == "info"
+    one_shot, streamed = run(go())
+    assert _silence(one_shot) == _silence(streamed[:-1])
+    assert [e.type for e in streamed].count("synthesize-stopped") == 1
+
+
+def test_an_unreadable_first_sentence_of_a_stream_is_skipped(server):
+    async def go():
+        async with AsyncClient.from_uri(server.uri) as client:
+            await client.write_event(SynthesizeStart().event())
+            for piece in ["😀🎉。", "今天天气", "很好。"]:
+                await client.write_event(SynthesizeChunk(text=piece).event())
+            await client.write_event(SynthesizeStop().event())
+            return await _events_until(client, "synthesize-stopped")
+
+    events = run(go())
+    types = [e.type for e in events]
+    assert "error" not in types and types.count("audio-stop") == 1, types
+    assert_speech(b"".join(AudioChunk.from_event(e).audio for e in events if AudioChunk.is_type(e.type)), 6)
+
+
+async def _error_then_hang_up(uri: str, request: Event) -> tuple[Error, Event | None]:
+    async with AsyncClient.from_uri(uri) as client:
+        await client.write_event(request)
+        event = await asyncio.wait_for(client.read_event(), 60)
+        assert event is not None and Error.is_type(event.type), event
+        return Error.from_event(event), await asyncio.wait_for(client.read_event(), 60)
+
+
+@pytest.mark.parametrize(
+    ("request_event", "code"),
+    [
+        (Synthesize(text=WELCOME, voice=SynthesizeVoice(name="zf_nobody")).event(), "unknown-voice"),
+        (Synthesize(text="好" * 100_000).event(), "bad-text"),
+        (Event("synthesize", {"text": 42}), "bad-text"),
+        (Event("synthesize", {"text": WELCOME, "speed": "fast"}), "bad-text"),
+    ],
+    ids=["unknown-voice", "100k-characters", "text-not-a-string", "speed-not-a-number"],
+)
+def test_a_one_shot_that_fails_before_audio_gets_the_error_then_a_closed_connection(server, request_event, code):
+    """Home Assistant ignores the error event; the closed connection is what ends its wait (as a failure)."""
+    error, after = run(_error_then_hang_up(server.uri, request_event))
+    assert error.code == code
+    assert after is None
 
 
 def test_unknown_voice_error_names_the_valid_voices(server):
@@ -141,6 +206,33 @@ def test_unknown_voice_error_names_the_valid_voices(server):
         run(say(server.uri, WELCOME, voice="zf_nobody"))
     assert caught.value.code == "unknown-voice"
     assert all(name in str(caught.value) for name in VOICES)
+
+
+@pytest.mark.parametrize(
+    ("requests", "code"),
+    [
+        # as Home Assistant sends a stream: start, chunks, the compatibility synthesize, stop
+        ([SynthesizeStart(voice=SynthesizeVoice(name="zf_nobody")).event(), SynthesizeChunk(text="今天天气").event(),
+          SynthesizeChunk(text="很好。").event(), Synthesize(text="今天天气很好。").event(), SynthesizeStop().event()],
+         "unknown-voice"),
+        ([SynthesizeStart().event(), SynthesizeChunk(text="好" * 10_001).event(),
+          SynthesizeChunk(text="这句不会再说了。").event(), SynthesizeStop().event()], "bad-text"),
+        ([SynthesizeStop().event()], "bad-text"),
+    ],
+    ids=["unknown-voice", "grows-too-long", "stop-without-start"],
+)
+def test_a_failed_stream_gets_one_error_and_one_synthesize_stopped(server, requests, code):
+    """Nothing else: no audio, and nothing left queued behind synthesize-stopped (the describe answers next)."""
+
+    async def go():
+        async with AsyncClient.from_uri(server.uri) as client:
+            for request in [*requests, Describe().event()]:
+                await client.write_event(request)
+            return await _events_through(client, "info")
+
+    events = run(go())
+    assert [e.type for e in events] == ["error", "synthesize-stopped", "info"]
+    assert Error.from_event(events[0]).code == code
 
 
 def test_malformed_and_unexpected_events_get_errors(server):

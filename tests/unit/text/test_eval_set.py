@@ -56,3 +56,22 @@ def test_expected_pinyin_has_one_syllable_per_character(name):
     for case in load_cases(DATA / name):
         han = [ch for ch in case.spoken if "\u3400" <= ch <= "\u9fff"]
         assert len(han) == len(case.pinyin), case.text
+
+
+# Announcement sets (issue 15): spoken form only. announce.tsv was tuned on; announce_holdout.tsv was written
+# after the tuning (its first-run score is in docs/TEXT.md). The issue's bar for them is 98 %.
+ANNOUNCE_GOAL = 0.98
+
+
+@pytest.mark.parametrize("name", ("announce.tsv", "announce_holdout.tsv"))
+def test_announcement_sets_meet_goal(name):
+    cases = load_cases(DATA / name)
+    assert len(cases) >= (250 if name == "announce.tsv" else 60)
+    result = score_normalize(cases, normalize)
+    assert result.share >= ANNOUNCE_GOAL, _report(result.misses)
+
+
+def test_announcement_set_covers_the_kinds_users_send():
+    categories = {c.category for c in load_cases(DATA / "announce.tsv")}
+    assert {"sensor", "weather", "range", "time", "date", "duration", "money", "phone", "code", "flight", "plate",
+            "version", "ip", "latin", "count", "generation", "symbol", "reply"} <= categories

@@ -34,6 +34,23 @@ def test_acronyms_are_spelled_and_words_looked_up():
     assert phonemes("assistant") != spell("assistant")
 
 
+def test_brand_names_are_said_as_words_not_spelled():
+    """Wi-Fi is "wai fai" however it is written; camel-case names the lexicon lacks are read part by part."""
+    assert phonemes("Wi-Fi") == phonemes("WiFi") == phonemes("wifi")
+    assert phonemes("SmartThings") == " ".join(phonemes(w) for w in ("Smart", "Things"))
+    for name in ("HomePod", "AirPods", "MacBook", "Spotify", "ESPHome", "SmartThings"):
+        assert phonemes(name) != spell(name), name
+
+
+def test_announcement_text_keeps_everything_the_user_wrote():
+    """Issue 15's examples: no part of an address, version or count vanishes, and 每 is kept in rates."""
+    assert normalize("网关10.0.0.254") == "网关幺零点零点零点二五四"
+    assert normalize("已升级到v3.2.1") == "已升级到v三点二点一"
+    assert normalize("你有999+ 条消息") == "你有九百九十九加条消息"
+    assert normalize("售价¥1,299，包邮") == "售价一千二百九十九元，包邮"
+    assert normalize("电价0.5元/度，停车10元/小时") == "电价五角每度，停车十元每小时"
+
+
 def test_phonemize_is_built_from_pinyin():
     from misaki.zh import ZHG2P
 

@@ -1,0 +1,108 @@
+"""The ear (Whisper base, CPU) on announcements, through the real server and the real Wyoming client.
+
+Two comparisons (issue 15), each printed as a Markdown table with the toneless-pinyin error rate pooled over
+all sentences (edits / reference syllables):
+
+- the announcement held-out set as written (our front end reads it) against the same sentences sent as their
+  expected spoken forms (a perfect front end), on one server;
+- typical replies, some whose first sentence is long and has no comma, on our server with the first-chunk cut
+  (``text.first_clause_chars``, the default) and on the same server with it off (``first_clause_chars: 0``):
+  the cut must not make the speech harder to understand.
+
+    python benchmarks/announce_ear.py [--set tests/unit/text/data/announce_holdout.tsv] [--out out/announce-ear]
+
+About 10 minutes on 2 CPU cores (the model synthesises, Whisper base transcribes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from ear import _syllables, pinyin_error_rate, transcribe  # noqa: E402
+
+from wyoming_fasttts.bench.servers import free_port, start  # noqa: E402
+from wyoming_fasttts.client import say  # noqa: E402
+from wyoming_fasttts.text.evaluation import load_cases  # noqa: E402
+
+REPLIES = [
+    "好的，已经为您打开客厅的灯。现在室内温度是二十三度。",
+    "明天北京晴转多云，最高气温十八度。早晚温差较大，出门记得添衣。祝您出行愉快！",
+    "洗衣机已经完成了本次的洗涤程序。请及时晾晒衣物，以免产生异味。",
+    "检测到厨房的燃气浓度超过了安全标准。请立即开窗通风并关闭燃气阀门。",
+    "您的快递已经放在小区东门的快递柜里了。取件码是三五八二，请尽快取件。",
+    "扫地机器人已经完成了客厅和卧室的清扫。本次清扫用时四十二分钟，清扫面积六十五平方米。",
+]
+
+
+def _server(name: str, config: str | None, logs: Path):
+    port = free_port()
+    cmd = [sys.executable, "-m", "wyoming_fasttts", "serve", "--uri", f"tcp://127.0.0.1:{port}", "--http-uri", "",
+           "--engine", "onnxruntime", *(["--config", config] if config else [])]
+    return start(name, cmd, port, logs)
+
+
+def _score(uri: str, sent: list[str], references: list[str]) -> tuple[float, list[dict]]:
+    """Pooled error rate of what ``uri`` said for ``sent``, judged against ``references``."""
+    edits = total = 0.0
+    rows = []
+    for text, ref in zip(sent, references, strict=True):
+        heard = transcribe(bytes(asyncio.run(say(uri, text)).pcm))
+        n = len(_syllables(ref))
+        rate = pinyin_error_rate(ref, heard)
+        edits, total = edits + rate * n, total + n
+        rows.append({"sent": text, "reference": ref, "heard": heard, "error": round(rate, 4)})
+    return edits / max(1, total), rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", default=str(ROOT / "tests/unit/text/data/announce_holdout.tsv"))
+    parser.add_argument("--out", default="out/announce-ear")
+    parser.add_argument("--part", choices=("both", "set", "replies"), default="both", help="which comparison to run")
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cases = load_cases(args.set)
+    nocut = Path(tempfile.mkdtemp()) / "nocut.yaml"
+    nocut.write_text("text:\n  first_clause_chars: 0\n", encoding="utf-8")
+    ours = _server("fasttts", None, out / "logs")
+    plain = None
+    rates: dict[str, float] = {}
+    rows: dict[str, list[dict]] = {}
+    try:
+        if args.part in ("both", "set"):
+            spoken = [c.spoken for c in cases]
+            rates["raw"], rows["raw"] = _score(ours.uri, [c.text for c in cases], spoken)
+            rates["spoken"], rows["spoken"] = _score(ours.uri, spoken, spoken)
+        if args.part in ("both", "replies"):
+            rates["cut"], rows["cut"] = _score(ours.uri, REPLIES, REPLIES)
+            ours.stop()
+            plain = _server("fasttts-nocut", str(nocut), out / "logs")
+            rates["no_cut"], rows["no_cut"] = _score(plain.uri, REPLIES, REPLIES)
+    finally:
+        ours.stop()
+        if plain:
+            plain.stop()
+    report = {"set": args.set, "sentences": len(cases), "replies": REPLIES, "rates": rates, "rows": rows}
+    (out / f"announce_ear-{args.part}.json").write_text(json.dumps(report, ensure_ascii=False, indent=1),
+                                                        encoding="utf-8")
+    labels = {"raw": (f"{Path(args.set).name} as written (our front end)", len(cases)),
+              "spoken": ("the same, sent as the expected spoken forms", len(cases)),
+              "cut": ("replies, first-chunk cut (default config)", len(REPLIES)),
+              "no_cut": ("the same replies, no cut (first_clause_chars: 0)", len(REPLIES))}
+    print("| input | texts | ear error (toneless pinyin) |\n|---|---|---|")
+    for key, rate in rates.items():
+        print(f"| {labels[key][0]} | {labels[key][1]} | {rate:.2%} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
