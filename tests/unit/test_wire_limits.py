@@ -60,7 +60,8 @@ def test_a_text_too_long_is_read_past_and_refused_and_the_next_event_still_reads
 
     async def go():
         reader = PeerReader(LIMITS.max_header_bytes)
-        reader.feed_data(b'{"type": "synthesize", "data_length": %d}\n%s{"type": "describe"}\n' % (len(big), big))
+        reader.feed_data(b'{"type": "synthesize-chunk", "data_length": %d}\n%s{"type": "describe"}\n'
+                         % (len(big), big))
         reader.feed_eof()
         with pytest.raises(_MalformedEvent) as caught:
             await _read_event(reader, LIMITS)

@@ -518,8 +518,10 @@ async def _read_event(reader: asyncio.StreamReader, limits: LimitSettings) -> Ev
     if oversize:  # a careless client's long text: read past it without keeping it, refuse, stay in step
         await _discard(reader, data_length + payload_length)
         if data_length > limits.max_data_bytes and header["type"] in ("synthesize", "synthesize-chunk"):
+            # a one-shot that failed before audio ends with a closed connection (what Home Assistant waits for)
             raise _MalformedEvent(f"text too long: {data_length} bytes of event data; the limit is "
-                                  f"{limits.max_data_bytes} (limits.max_data_bytes)", code="bad-text")
+                                  f"{limits.max_data_bytes} (limits.max_data_bytes)", code="bad-text",
+                                  fatal=header["type"] == "synthesize")
         raise _MalformedEvent(f"event too large: data {data_length} bytes, payload {payload_length} bytes; "
                               f"the limits are {limits.max_data_bytes} and {limits.max_payload_bytes} "
                               "(limits.max_data_bytes, limits.max_payload_bytes)")
