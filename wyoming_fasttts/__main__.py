@@ -1,4 +1,4 @@
-"""Command line: serve (the default), say, build-engine, doctor, bench.
+"""Command line: serve (the default), say, build-engine, doctor, bench, triton-repo.
 
 Dispatch only: the parser names every subcommand, but a subcommand's module (and so its dependencies:
 ONNX Runtime, onnx, zeroconf, torch ...) is imported only when that subcommand runs, so ``say`` and
@@ -32,6 +32,7 @@ COMMANDS = {
     "doctor": Command("wyoming_fasttts.doctor.checks",
                       "check GPU, drivers and engines; parity and latency against the CPU"),
     "bench": Command("wyoming_fasttts.bench.run", "benchmark the server against the plain baseline"),
+    "triton-repo": Command("wyoming_fasttts.cli.triton_repo", "write a Triton Inference Server model repository"),
 }
 
 

@@ -100,6 +100,15 @@ class EngineSettings:
 
 
 @dataclass
+class TritonSettings:
+    urls: list[str]
+    model: str
+    timeout_s: float
+    health_interval_s: float
+    in_flight: int
+
+
+@dataclass
 class AudioSettings:
     lead_ms: int
     tail_ms: int
@@ -141,6 +150,7 @@ class Settings:
     voice: VoiceSettings
     assets: AssetSettings
     engine: EngineSettings
+    triton: TritonSettings
     audio: AudioSettings
     text: TextSettings
     scheduler: SchedulerSettings
@@ -152,7 +162,7 @@ class ConfigError(ValueError):
     """A configuration file or override that does not fit the schema."""
 
 
-BACKENDS = ("auto", "onnxruntime", "onnxruntime-cuda", "tensorrt", "tensorrt-rtx")
+BACKENDS = ("auto", "onnxruntime", "onnxruntime-cuda", "tensorrt", "tensorrt-rtx", "triton")
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any], where: str) -> dict[str, Any]:
@@ -214,6 +224,8 @@ def validate(settings: Settings) -> None:
     """Reject values that would only fail later, deep inside a request."""
     if settings.engine.backend not in BACKENDS:
         raise ConfigError(f"engine.backend must be one of {', '.join(BACKENDS)}")
+    if settings.engine.backend == "triton" and not settings.triton.urls:
+        raise ConfigError("--engine triton needs at least one --triton-url grpc://HOST:PORT (or triton.urls)")
     if settings.engine.batched not in ("auto", "always", "never"):
         raise ConfigError("engine.batched must be auto, always or never")
     if settings.engine.precision != "fp32":

@@ -1,4 +1,4 @@
-"""Shared types every layer uses: the sample rate, a sentence for the model, the engine errors.
+"""Shared types every layer uses: the sample rate, a sentence for the model, the engine errors, a peer's state.
 
 A leaf: it imports nothing from the package, so text, engines, graphs, the scheduler and the server can all
 import it without an import cycle.
@@ -33,3 +33,15 @@ class EngineError(RuntimeError):
 
 class AllocationError(EngineError):
     """The engine could not get the memory it needed; the watchdog counts these."""
+
+
+@dataclass
+class PeerStatus:
+    """One remote inference server as this front end sees it (``--engine triton``); /readyz and /metrics."""
+
+    url: str
+    ready: bool = False
+    outstanding: int = 0
+    requests: int = 0
+    failures: int = 0
+    last_error: str = ""

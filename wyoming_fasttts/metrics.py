@@ -6,10 +6,14 @@ process (tests, benchmarks) never collide over metric names.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from collections.abc import Callable, Iterator
 
-from .core import AllocationError, EngineError
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
+
+from .core import AllocationError, EngineError, PeerStatus
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -27,6 +31,31 @@ def failure_kind(error: BaseException) -> str:
     if isinstance(error, EngineError):
         return "engine"
     return "internal"
+
+
+class PeerCollector(Collector):
+    """The remote servers an engine sends work to (``--engine triton``), read at each scrape."""
+
+    def __init__(self) -> None:
+        self.source: Callable[[], list[PeerStatus]] = list
+
+    def collect(self) -> Iterator[Metric]:
+        peers = self.source()
+        if not peers:
+            return
+        families = (
+            (GaugeMetricFamily, "fasttts_triton_server_ready", "1 while the server has the model ready", "ready"),
+            (GaugeMetricFamily, "fasttts_triton_outstanding", "Requests this front end has in flight there",
+             "outstanding"),
+            (CounterMetricFamily, "fasttts_triton_requests", "Sentences the Triton server returned", "requests"),
+            (CounterMetricFamily, "fasttts_triton_failures", "Requests that failed there (retried elsewhere when "
+             "the server went away)", "failures"),
+        )
+        for family, name, doc, attr in families:
+            metric = family(name, doc, labels=["url"])
+            for peer in peers:
+                metric.add_metric([peer.url], float(getattr(peer, attr)))
+            yield metric
 
 
 class Metrics:
@@ -79,6 +108,8 @@ class Metrics:
         self.working_set = Gauge("fasttts_engine_working_set_bytes",
                                  "Memory the engine holds: a GPU engine's pool sized at start-up, else its weights",
                                  registry=r)
+        self.peers = PeerCollector()
+        r.register(self.peers)
         self._gpu: dict[str, Gauge] = {}
 
     # -- SchedulerObserver ----------------------------------------------------------------------------------

@@ -36,6 +36,10 @@ def create_engine(settings: Settings, assets: ModelAssets) -> Engine:
         from .tensorrt import create_tensorrt_engine
 
         engine = create_tensorrt_engine(settings, assets, backend)
+    elif backend == "triton":
+        from .triton import create_triton_engine
+
+        engine = create_triton_engine(settings)
     else:
         raise EngineError(f"engine backend '{backend}' is not available in this installation")
     engine.warmup()

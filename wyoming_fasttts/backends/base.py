@@ -14,9 +14,10 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 # The errors an engine raises and the items it runs are part of its contract; they live in the leaf module.
-from ..core import AllocationError, EngineError, SynthesisItem
+from ..core import AllocationError, EngineError, PeerStatus, SynthesisItem
 
-__all__ = ["AllocationError", "Engine", "EngineError", "EngineMemory", "InspectableEngine", "SynthesisItem"]
+__all__ = ["AllocationError", "Engine", "EngineError", "EngineMemory", "InspectableEngine", "PeerStatus",
+           "RemoteEngine", "SynthesisItem", "engine_peers"]
 
 
 @dataclass
@@ -54,6 +55,19 @@ class Engine(Protocol):
 
     def close(self) -> None:
         """Release everything; called once, after the last ``run`` has returned."""
+
+
+@runtime_checkable
+class RemoteEngine(Protocol):
+    """An engine that serves from other machines; /readyz and /metrics report each of them."""
+
+    def peers(self) -> list[PeerStatus]:
+        """A snapshot of every server the engine sends work to."""
+
+
+def engine_peers(engine: Engine) -> list[PeerStatus]:
+    """The remote servers behind ``engine``; empty for an engine that runs in this process."""
+    return engine.peers() if isinstance(engine, RemoteEngine) else []
 
 
 @runtime_checkable

@@ -70,6 +70,8 @@ def ours_command(args: argparse.Namespace, engine: str, port: int) -> list[str]:
         value = getattr(args, name, None)
         if value is not None:
             cmd += [f"--{name.replace('_', '-')}", str(value)]
+    for url in getattr(args, "triton_urls", None) or ():  # --engine triton: the servers it sends to
+        cmd += ["--triton-url", url]
     return cmd
 
 

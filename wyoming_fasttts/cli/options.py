@@ -15,6 +15,8 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="a local Kokoro v1.0 ONNX file instead of the registry copy")
     parser.add_argument("--voices", help="a folder of <voice>.bin files instead of the registry copy")
     parser.add_argument("--engine", choices=BACKENDS)
+    parser.add_argument("--triton-url", action="append", dest="triton_urls", metavar="URL",
+                        help="--engine triton: a Triton server, grpc://HOST:PORT (repeat for several)")
     parser.add_argument("--engine-dir", help="TensorRT plan cache (default: ~/.cache/wyoming-fasttts/engines)")
     parser.add_argument("--threads", type=int, help="ONNX Runtime threads per session (0 = all cores)")
     parser.add_argument("--workers", type=int, help="engine slots run concurrently (0 = engine's choice)")
@@ -38,6 +40,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         "engine.backend": get("engine"),
         "engine.engine_dir": get("engine_dir"),
         "engine.threads": get("threads"),
+        "triton.urls": get("triton_urls"),
         "scheduler.workers": get("workers"),
         "voice.default": get("voice"),
         "voice.speed": get("speed"),

@@ -22,6 +22,7 @@ from typing import Protocol
 
 from ..assets import ModelAssets, ensure_assets, load_vocab
 from ..backends import create_engine
+from ..backends.base import engine_peers
 from ..backends.memory import process_rss_bytes
 from ..config import Settings
 from ..metrics import Metrics
@@ -111,6 +112,7 @@ async def build_runtime(
     observers = (metrics, detector) if observer is None else (metrics, detector, observer)
     scheduler = Scheduler(engine, settings.scheduler, _Observers(*observers))
     scheduler.start()
+    metrics.peers.source = lambda: engine_peers(scheduler.engine)
     synth = Synthesizer(settings, voices, load_vocab(assets.vocab), scheduler)
     # The first request would otherwise pay for loading jieba's dictionary and the front end's tables.
     await synth.prepare("你好，2024年。")

@@ -27,6 +27,7 @@ from urllib.parse import urlparse
 from aiohttp import web
 
 from ..audio import wav_bytes
+from ..backends.base import engine_peers
 from ..config import Settings
 from ..core import MAX_SPEED, MIN_SPEED
 from ..metrics import CONTENT_TYPE, Metrics
@@ -163,7 +164,15 @@ class HttpServer:
         if runtime.requests.closing:
             return web.json_response({"ready": False, "reason": "shutting down"}, status=503)
         engine = runtime.scheduler.engine
-        return web.json_response({"ready": True, "engine": engine.name, "device": engine.device})
+        body: dict[str, Any] = {"ready": True, "engine": engine.name, "device": engine.device}
+        peers = engine_peers(engine)
+        if peers:
+            # A front end whose Triton servers are all gone cannot serve: take it out of the balancer's rotation.
+            body["triton"] = [{"url": p.url, "ready": p.ready, "outstanding": p.outstanding} for p in peers]
+            if not any(p.ready for p in peers):
+                body.update(ready=False, reason="no Triton server ready")
+                return web.json_response(body, status=503)
+        return web.json_response(body)
 
     async def _metrics_page(self, request: web.Request) -> web.Response:
         if self._runtime is not None:
