@@ -4,8 +4,13 @@
 
 Each mode runs in a fresh process: it loads the int8 stage graphs as three session pairs (2, 1 and 1
 threads, as the CPU engine does on 2 cores), runs one long sentence through each pair and prints the resident
-memory above the interpreter's and the process's peak (VmHWM). The server uses the shared arena
-(``backends.onnxruntime.session_options``).
+memory above the interpreter's and the process's peak (VmHWM).
+
+Measured 2026-12-01 on the shared 2-core machine (200 tokens): per-session arenas 863 MiB after the runs,
+peak 937 MiB; one shared arena 510 MiB, peak 581 MiB. Not adopted yet: a shared arena keeps its high-water
+mark, and during an engine reload it holds both engines' runs, so RSS after three reloads under load stayed
+264 MiB above the pre-reload steady state (tests/integration/test_reload.py allows 250 MiB). Next to try:
+the run option ``memory.enable_memory_arena_shrinkage`` (its throughput cost needs a side-by-side bench).
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from wyoming_fasttts.backends.onnxruntime import pad_tokens, session_options
 from wyoming_fasttts.config import load_settings
 from wyoming_fasttts.graphs.convert import ensure_graphs
 import onnxruntime as ort, os
+ort.create_and_register_allocator(
+    ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT), None)
 shared, tokens = sys.argv[1] == "shared", int(sys.argv[2])
 settings = load_settings()
 graphs = ensure_graphs(ensure_assets(settings.assets, voices=[]).model, settings.assets.data_path)

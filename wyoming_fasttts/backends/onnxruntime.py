@@ -11,7 +11,6 @@ requests share the weights instead of each loading a copy.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import os
 import queue
@@ -54,22 +53,7 @@ def session_options(threads: int, spin: bool = True) -> ort.SessionOptions:
     if not spin:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    _share_cpu_arena()
-    options.add_session_config_entry("session.use_env_allocators", "1")
     return options
-
-
-@functools.cache
-def _share_cpu_arena() -> None:
-    """One CPU memory arena for every session of the process, instead of one per session.
-
-    Each session's own arena grows to its largest run and keeps that memory, so the CPU engine's three
-    session pairs each held a vocoder-sized arena. Shared, the arena holds what runs at once: with a
-    200-token sentence run on each of three pairs, 510 MiB instead of 863 MiB above the interpreter, peak
-    581 vs 937 MiB (``python benchmarks/cpu_arena.py``, 2026-12-01, the shared 2-core CPU machine).
-    """
-    info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
-    ort.create_and_register_allocator(info, None)
 
 
 def run_options(shrink_arena: bool) -> ort.RunOptions:
