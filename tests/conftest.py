@@ -3,7 +3,8 @@
 Every test lives in a tier directory and gets that tier's marker, so ``-m unit`` (or a directory) selects
 a tier: ``unit`` (no torch, no TensorRT, no model; seconds), ``integration`` (real server, real model),
 ``peers`` (the real clients users run against our server), ``model`` (graph export and conversion, torch),
-``gpu_fakes`` (the TensorRT engine code against fakes and CPU-built plans).
+``gpu_fakes`` (the TensorRT engine code against fakes and CPU-built plans), ``hostile`` (hostile and careless
+clients against a real server of their own with small limits).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).parent
-TIERS = ("unit", "integration", "peers", "model", "gpu_fakes")
+TIERS = ("unit", "integration", "peers", "model", "gpu_fakes", "hostile")
 sys.path.insert(0, str(TESTS))
 
 

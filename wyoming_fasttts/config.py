@@ -31,6 +31,27 @@ class ServerSettings:
 
 
 @dataclass
+class LimitSettings:
+    """What one client may take: sizes are checked before anything is read, times bound every wait on a peer."""
+
+    max_connections: int
+    max_connections_per_peer: int
+    max_requests_per_peer: int
+    max_header_bytes: int
+    max_data_bytes: int
+    max_payload_bytes: int
+    max_json_depth: int
+    idle_timeout_s: float
+    read_timeout_s: float
+    write_timeout_s: float
+    socket_send_buffer_bytes: int
+    http_max_body_bytes: int
+    http_allowed_hosts: list[str]
+    http_allowed_origins: list[str]
+    reload_min_interval_s: float
+
+
+@dataclass
 class VoiceSettings:
     default: str
     speed: float
@@ -64,6 +85,7 @@ class EngineSettings:
     opt_tokens: int
     opt_frames: int
     memory_budget_mb: int
+    arena_shrinkage: bool
     compute_capability: str
     fallback_compute_capability: str
 
@@ -124,6 +146,7 @@ class WatchdogSettings:
 @dataclass
 class Settings:
     server: ServerSettings
+    limits: LimitSettings
     voice: VoiceSettings
     assets: AssetSettings
     engine: EngineSettings
@@ -219,3 +242,28 @@ def validate(settings: Settings) -> None:
         raise ConfigError("scheduler.preferred_batch_sizes must lie between 1 and scheduler.max_batch")
     if sched.max_queue < 1:
         raise ConfigError("scheduler.max_queue must be at least 1")
+    _validate_limits(settings.limits, settings.server.max_text_chars)
+
+
+def _validate_limits(limits: LimitSettings, max_text_chars: int) -> None:
+    counts = ("max_connections", "max_connections_per_peer", "max_requests_per_peer", "max_json_depth")
+    for name in counts:
+        if getattr(limits, name) < 1:
+            raise ConfigError(f"limits.{name} must be at least 1")
+    if limits.max_connections_per_peer > limits.max_connections:
+        raise ConfigError("limits.max_connections_per_peer may not exceed limits.max_connections")
+    for name in ("idle_timeout_s", "read_timeout_s", "write_timeout_s"):
+        if not getattr(limits, name) > 0:
+            raise ConfigError(f"limits.{name} must be more than 0")
+    for name in ("reload_min_interval_s", "max_payload_bytes", "socket_send_buffer_bytes"):
+        if getattr(limits, name) < 0:
+            raise ConfigError(f"limits.{name} may not be negative")
+    # The longest text a request may carry, every character \u-escaped, must still fit in one event.
+    needed = 6 * max_text_chars + 1024
+    for name in ("max_header_bytes", "max_data_bytes", "http_max_body_bytes"):
+        if getattr(limits, name) < needed:
+            raise ConfigError(f"limits.{name} must be at least {needed} bytes to carry server.max_text_chars "
+                              f"({max_text_chars}) of text")
+    for name in ("http_allowed_hosts", "http_allowed_origins"):
+        if not all(isinstance(item, str) and item for item in getattr(limits, name)):
+            raise ConfigError(f"limits.{name} must be a list of names")

@@ -209,6 +209,15 @@ class ReloadResult:
     reasons: tuple[str, ...]
 
 
+class ReloadTooSoon(RuntimeError):
+    """A manual reload asked for within ``limits.reload_min_interval_s`` of the last one."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"the engine was reloaded moments ago; try again in {retry_after:.0f} s "
+                         "(limits.reload_min_interval_s)")
+        self.retry_after = retry_after
+
+
 def _close_unused(build: asyncio.Future[Engine]) -> None:
     """A reload was cancelled while its engine was being built: close that engine once built, off the loop."""
     if not build.cancelled() and build.exception() is None:
@@ -243,6 +252,7 @@ class Watchdog:
         self._backoff = self._cfg.backoff_s
         self._last_auto: float | None = None
         self._next_allowed = 0.0
+        self._last_manual: float | None = None
         self._cleanups: set[asyncio.Task[None]] = set()
 
     @staticmethod
@@ -303,6 +313,18 @@ class Watchdog:
             return await self.reload("watchdog", reasons)
         except Exception:  # already logged and counted; the current engine keeps serving
             return None
+
+    async def reload_manual(self, trigger: str, reason: str) -> ReloadResult:
+        """A reload someone asked for (``/admin/reload``, SIGHUP): no backoff, but at most one per
+        ``limits.reload_min_interval_s``, so a page or a script cannot keep the cores busy reloading."""
+        now = self._clock()
+        interval = self._settings.limits.reload_min_interval_s
+        if self._last_manual is not None and now - self._last_manual < interval:
+            raise ReloadTooSoon(interval - (now - self._last_manual))
+        if self._lock.locked():
+            raise ReloadInProgress("an engine reload is already in progress")
+        self._last_manual = now
+        return await self.reload(trigger, [reason])
 
     async def reload(self, trigger: str, reasons: list[str] | tuple[str, ...] = ()) -> ReloadResult:
         """Build a fresh engine off the event loop, send new work to it, free the old one once it is idle.

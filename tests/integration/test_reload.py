@@ -52,6 +52,7 @@ def own_server(tmp_path_factory):
     config = tmp / "config.yaml"
     config.write_text(json.dumps({
         "server": {"shutdown_grace_s": GRACE_S},
+        "limits": {"reload_min_interval_s": 0},  # back-to-back reloads on purpose
         "watchdog": {"interval_s": 1.0, "backoff_s": 3600.0, "latency_drift_ratio": 100.0},
     }))
     server = start_server(tmp, "--config", str(config))

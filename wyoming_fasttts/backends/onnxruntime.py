@@ -56,6 +56,19 @@ def session_options(threads: int, spin: bool = True) -> ort.SessionOptions:
     return options
 
 
+def run_options(shrink_arena: bool) -> ort.RunOptions:
+    """Run options that hand the CPU arena's unused chunks back after each run (``engine.arena_shrinkage``).
+
+    Without it, each session's arena keeps what its longest sentence needed, for good, and the watchdog's
+    memory rule sees arenas instead of degradation: 947 -> 1333 MiB after one long sentence per slot, against
+    594 -> 657 MiB with it, at no measurable latency cost (``benchmarks/arena_memory.py``, docs/OPERATIONS.md).
+    """
+    options = ort.RunOptions()
+    if shrink_arena:
+        options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return options
+
+
 def cuda_providers(device_id: int) -> list[Any]:
     """CUDA first with settings that keep work on the GPU and stable: no per-shape cuDNN search.
 
@@ -106,8 +119,9 @@ class OnnxRuntimeEngine:
 
     def __init__(self, stage1: Path, stage2: Path, *, name: str = "onnxruntime", threads: int = 0, slots: int = 1,
                  tail_frames: int = 0, providers: list[Any] | None = None, options: ort.SessionOptions | None = None,
-                 narrow: int = 0) -> None:
+                 narrow: int = 0, shrink_arena: bool = True) -> None:
         self.name = name
+        self._run_options = run_options(shrink_arena)
         providers = providers or ["CPUExecutionProvider"]
         self.device = "cpu" if providers == ["CPUExecutionProvider"] else "cuda"
         options = options or session_options(threads)
@@ -165,9 +179,10 @@ class OnnxRuntimeEngine:
         with self._sessions() as (stage1, stage2):
             durations, d, t_en = stage1.run(None, {
                 "tokens": pad_tokens(item.ids), "style": style, "speed": np.array([item.speed], np.float32),
-            })
+            }, self._run_options)
             frames = frame_counts(durations, self._tail_frames)
-            audio = stage2.run(None, {"alignment": alignment(frames), "d": d, "t_en": t_en, "style": style})[0]
+            feeds2 = {"alignment": alignment(frames), "d": d, "t_en": t_en, "style": style}
+            audio = stage2.run(None, feeds2, self._run_options)[0]
         return audio.reshape(-1).astype(np.float32, copy=False), frames
 
     def memory(self) -> EngineMemory:
@@ -192,15 +207,16 @@ class BatchedOnnxRuntimeEngine(OnnxRuntimeEngine):
 
     def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
         feeds1 = stage1_feeds(items)
-        durations, d, t_en = self._stage1.run(None, feeds1)
-        audio, lengths = self._stage2.run(None, stage2_feeds(durations, d, t_en, feeds1, self._tail_frames))
+        durations, d, t_en = self._stage1.run(None, feeds1, self._run_options)
+        feeds2 = stage2_feeds(durations, d, t_en, feeds1, self._tail_frames)
+        audio, lengths = self._stage2.run(None, feeds2, self._run_options)
         return unpad_audio(audio, lengths)
 
     def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
         feeds1 = stage1_feeds([item])
-        durations, d, t_en = self._stage1.run(None, feeds1)
+        durations, d, t_en = self._stage1.run(None, feeds1, self._run_options)
         feeds2 = stage2_feeds(durations, d, t_en, feeds1, self._tail_frames)
-        audio, lengths = self._stage2.run(None, feeds2)
+        audio, lengths = self._stage2.run(None, feeds2, self._run_options)
         frames = frame_counts(durations[0, : feeds1["lengths"][0]], self._tail_frames)
         return unpad_audio(audio, lengths)[0], frames
 
@@ -220,7 +236,7 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
     narrow = workers if not cuda and workers > 1 else 0
     # Spinning threads of the all-cores pair would steal the cores a one-thread pair runs on beside it.
     common: dict[str, Any] = dict(
-        name=backend, threads=eng.threads, slots=workers, tail_frames=eng.tail_frames,
+        name=backend, threads=eng.threads, slots=workers, tail_frames=eng.tail_frames, shrink_arena=eng.arena_shrinkage,
         providers=cuda_providers(eng.device_id) if cuda else None,
         options=session_options(eng.threads, spin=not cuda and not narrow),
     )

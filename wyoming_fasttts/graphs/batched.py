@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..assets import ModelAssets, sha256_of
-from .cache import build_once
+from .cache import build_once, changed_files
 
+_LOGGER = logging.getLogger(__name__)
 _MANIFEST = "manifest.json"
 
 
@@ -64,6 +65,11 @@ def _cached(directory: Path, key: str) -> BatchedGraphs | None:
     if manifest.get("key") != key or set(paths) != {"stage1", "stage2"}:
         return None
     if any(not p.is_file() or p.stat().st_size != manifest["stages"][s]["bytes"] for s, p in paths.items()):
+        return None
+    changed = changed_files(directory, {entry["file"]: entry["sha256"] for entry in manifest["stages"].values()})
+    if changed:
+        _LOGGER.warning("cached batched graphs in %s changed since export (%s): exporting again",
+                        directory, ", ".join(changed))
         return None
     return BatchedGraphs(directory, paths["stage1"], paths["stage2"])
 

@@ -1,11 +1,15 @@
 """Derived files (converted or exported graphs) built once into a content-keyed folder of the data dir.
 
 A folder is built under a temporary name and renamed into place, so a reader sees a complete folder or none,
-and two processes building the same key at once both end up using one result.
+and two processes building the same key at once both end up using one result. A cached file is trusted only
+after its sha256 matched the one recorded at build time: a flipped byte of the same size would otherwise load
+silently and change the audio. The check is recorded in a stamp keyed on each file's size and mtime, so later
+starts only stat the files; a file written since (same size or not) is hashed again.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -14,9 +18,44 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from ..assets import sha256_of
+
 _LOGGER = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+_STAMP = ".verified.json"
+
+
+def changed_files(directory: Path, expected: dict[str, str]) -> list[str]:
+    """Names (relative to ``directory``) whose content no longer has the ``expected`` sha256."""
+    stamp_path = directory / _STAMP
+    try:
+        stamp = json.loads(stamp_path.read_text())
+    except (OSError, ValueError):
+        stamp = {}
+    stamp = stamp if isinstance(stamp, dict) else {}
+    changed, checked = [], {}
+    for name, sha256 in expected.items():
+        path = directory / name
+        try:
+            info = path.stat()
+        except OSError:
+            changed.append(name)
+            continue
+        mark = [info.st_size, info.st_mtime_ns, sha256]
+        if stamp.get(name) != mark and sha256_of(path) != sha256:
+            changed.append(name)
+            continue
+        checked[name] = mark
+    if checked != stamp:
+        try:
+            tmp = stamp_path.with_name(f"{_STAMP}.{os.getpid()}")
+            tmp.write_text(json.dumps(checked))
+            os.replace(tmp, stamp_path)
+        except OSError as err:  # a read-only cache still works; it is only hashed at every start
+            _LOGGER.debug("cannot record verified cache files in %s: %s", directory, err)
+    return changed
 
 
 def build_once(directory: Path, load: Callable[[Path], T | None], build: Callable[[Path], None]) -> T | None:

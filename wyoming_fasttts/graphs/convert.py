@@ -25,7 +25,7 @@ import onnx
 
 from ..assets import sha256_of
 from . import dequantize, onnx_edit, split, stft_conv, trt_fixes
-from .cache import build_once
+from .cache import build_once, changed_files
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def _convert(model_path: Path, directory: Path, key: str) -> None:
 
 
 def _load(directory: Path, key: str) -> GraphSet | None:
-    """The cached set if it is complete and intact (sizes checked; full hashes by ``verify``)."""
+    """The cached set if it is complete and every file still has the hash it was built with."""
     try:
         manifest = json.loads((directory / _MANIFEST).read_text())
     except (OSError, ValueError):
@@ -110,6 +110,11 @@ def _load(directory: Path, key: str) -> GraphSet | None:
             if not path.is_file() or path.stat().st_size != entry["bytes"]:
                 return None
             files[flavour][stage] = StageFile(path, entry["sha256"])
+    changed = changed_files(directory, {f.path.name: f.sha256 for stages in files.values() for f in stages.values()})
+    if changed:
+        _LOGGER.warning("cached stage graphs in %s changed since they were built (%s): rebuilding them",
+                        directory, ", ".join(changed))
+        return None
     return GraphSet(key, directory, files)
 
 

@@ -4,6 +4,8 @@ Start-up opens the HTTP side port first (so ``/healthz`` answers and ``/readyz``
 loads), fetches and verifies the model, loads and warms the engine once, then opens the Wyoming port, the
 watchdog and the zeroconf advertisement. SIGTERM/SIGINT stop new connections and refuse new requests on open
 ones, let requests in progress finish, and close the engine, all within ``server.shutdown_grace_s``.
+SIGHUP reloads the engine (rate-limited like ``/admin/reload``) and SIGUSR1 logs a status line; neither
+ends the process or a reply in progress (their default action would kill it mid-audio).
 """
 
 from __future__ import annotations
@@ -17,19 +19,19 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol
-from urllib.parse import urlparse
 
 from ..assets import ModelAssets, ensure_assets, load_vocab
 from ..backends import create_engine
 from ..backends.base import engine_peers
+from ..backends.memory import process_rss_bytes
 from ..config import Settings
 from ..metrics import Metrics
 from ..scheduler import BusyError, Scheduler, SchedulerObserver
 from ..synthesizer import Synthesizer
 from ..voices import VoiceBank
-from ..watchdog import Detector, Watchdog
+from ..watchdog import Detector, ReloadInProgress, ReloadTooSoon, Watchdog
 from .http import HttpServer
-from .wyoming import FastTtsHandler, Requests, build_info
+from .wyoming import Requests, build_info, serve_wyoming
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -121,17 +123,7 @@ async def build_runtime(
 
 async def start_wyoming(runtime: Runtime) -> asyncio.AbstractServer:
     info = build_info(runtime.synth.voices.names, runtime.settings.voice.languages)
-
-    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await FastTtsHandler(info, runtime.synth, runtime.requests, reader, writer).run()
-
-    uri = urlparse(runtime.settings.server.uri)
-    if uri.scheme == "tcp":
-        server = await asyncio.start_server(on_connect, host=uri.hostname, port=uri.port)
-    elif uri.scheme == "unix":
-        server = await asyncio.start_unix_server(on_connect, path=uri.path)
-    else:
-        raise ValueError(f"--uri must be tcp://HOST:PORT or unix://PATH, not {runtime.settings.server.uri}")
+    server = await serve_wyoming(runtime.settings.server.uri, info, runtime.synth, runtime.requests)
     _LOGGER.info("Wyoming server listening on %s", runtime.settings.server.uri)
     return server
 
@@ -142,6 +134,9 @@ async def serve(settings: Settings) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, partial(_request_stop, stop, sig))
+    for sig in (signal.SIGHUP, signal.SIGUSR1):  # until the engine is up there is nothing to reload
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, _LOGGER.info, "%s ignored while the engine loads", sig.name)
     metrics = Metrics()
     http = await start_http(settings, metrics)
     try:
@@ -152,11 +147,41 @@ async def serve(settings: Settings) -> int:
         raise
     server = await start_wyoming(runtime)
     extras = await _start_extras(runtime, http)
+    background: set[asyncio.Task[None]] = set()
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGHUP, partial(_reload_on_signal, runtime, background))
+        loop.add_signal_handler(signal.SIGUSR1, partial(_log_status, runtime))
     try:
         await stop.wait()
     finally:
+        for task in background:
+            task.cancel()
         await shutdown(runtime, server, extras)
     return 0
+
+
+def _reload_on_signal(runtime: Runtime, background: set[asyncio.Task[None]]) -> None:
+    """SIGHUP (what service managers send for "reload"): a fresh engine; requests in progress carry on."""
+
+    async def reload() -> None:
+        try:
+            await runtime.watchdog.reload_manual("signal", "SIGHUP")
+        except (ReloadTooSoon, ReloadInProgress) as err:
+            _LOGGER.warning("SIGHUP: no reload: %s", err)
+        except Exception:  # logged by the watchdog; the current engine keeps serving
+            pass
+
+    _LOGGER.info("SIGHUP received: reloading the engine")
+    task = asyncio.get_running_loop().create_task(reload())
+    background.add(task)
+    task.add_done_callback(background.discard)
+
+
+def _log_status(runtime: Runtime) -> None:
+    """SIGUSR1 would end the process by default; here it only logs where the server stands."""
+    engine = runtime.scheduler.engine
+    _LOGGER.info("SIGUSR1: %d requests in progress; engine %s on %s; RSS %.0f MiB", runtime.requests.active,
+                 engine.name, engine.device, process_rss_bytes() / 2**20)
 
 
 async def start_http(settings: Settings, metrics: Metrics) -> HttpServer | None:

@@ -4,6 +4,11 @@ For clients that do not speak Wyoming (curl, a browser, monitoring). ``/api/tts`
 Wyoming request (validation, text preparation, the shared scheduler), so what it returns is what Home
 Assistant hears. It binds to localhost by default; whatever changes state (``POST /admin/reload``) is refused
 from other hosts and from pages of other origins, whatever the bind address.
+
+Synthesis and reloads also answer only requests whose ``Host`` is an address, ``localhost``, this machine's
+name or one of ``limits.http_allowed_hosts``: a web page whose name an attacker re-points at 127.0.0.1 (DNS
+rebinding) sends its own name as Host. Cross-origin browser requests are refused unless their origin is in
+``limits.http_allowed_origins``. A request whose client has gone is cancelled with its synthesis.
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ import contextlib
 import ipaddress
 import json
 import logging
+import socket
 import time
+from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -25,13 +32,15 @@ from ..config import Settings
 from ..core import MAX_SPEED, MIN_SPEED
 from ..metrics import CONTENT_TYPE, Metrics
 from ..synthesizer import Synthesizer, TextError, error_code
-from ..watchdog import ReloadInProgress
+from ..watchdog import ReloadInProgress, ReloadTooSoon
 
 if TYPE_CHECKING:
     from .app import Runtime
 
 _LOGGER = logging.getLogger(__name__)
 
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_GUARDED = frozenset({"/api/tts", "/admin/reload"})
 _STATUS = {"bad-text": 400, "unknown-voice": 400, "busy": 503, "engine": 500, "internal": 500}
 
 
@@ -51,10 +60,38 @@ def _is_local(request: web.Request) -> bool:
     return (mapped or address).is_loopback
 
 
-def _same_origin(request: web.Request) -> bool:
+def _same_origin(request: web.Request, allowed: frozenset[str] = frozenset()) -> bool:
     """A browser page from another site may post to localhost; its Origin header gives it away."""
     origin = request.headers.get("Origin")
-    return origin is None or urlparse(origin).netloc == request.host
+    if origin is None or origin.rstrip("/").lower() in allowed:
+        return True
+    return urlparse(origin).netloc.lower() == request.host.lower()
+
+
+def _host_name(host: str) -> str:
+    """``Host`` without its port: ``[::1]:10201`` → ``::1``, ``Name:80`` → ``name``."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name.split("%")[0])
+    except ValueError:
+        return False
+    return True
+
+
+def known_hosts(settings: Settings) -> frozenset[str]:
+    """Names this server answers to besides IP addresses (which DNS rebinding cannot put in ``Host``)."""
+    names = {"localhost", socket.gethostname().lower(), *(h.lower() for h in settings.limits.http_allowed_hosts)}
+    names |= {f"{name}.local" for name in list(names) if "." not in name}
+    bound = urlparse(settings.server.http_uri).hostname
+    if bound:
+        names.add(bound.lower())
+    return frozenset(names)
 
 
 class HttpServer:
@@ -64,7 +101,10 @@ class HttpServer:
         self._settings = settings
         self._metrics = metrics
         self._runtime: Runtime | None = None
-        self._app = web.Application()
+        self._hosts = known_hosts(settings)
+        self._origins = frozenset(o.rstrip("/").lower() for o in settings.limits.http_allowed_origins)
+        self._app = web.Application(client_max_size=settings.limits.http_max_body_bytes,
+                                    middlewares=[self._guard])
         self._app.add_routes([
             web.get("/", self._index),
             web.get("/healthz", self._healthz),
@@ -75,9 +115,22 @@ class HttpServer:
             web.post("/api/tts", self._tts),
             web.post("/admin/reload", self._reload),
         ])
+        # handler_cancellation: a client that hangs up cancels its request's synthesis with it.
         self._runner = web.AppRunner(
-            self._app, access_log=None, shutdown_timeout=settings.server.shutdown_grace_s
+            self._app, access_log=None, shutdown_timeout=settings.server.shutdown_grace_s, handler_cancellation=True
         )
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Synthesis and reloads only for known Host names and same-origin (or allowed) browser pages."""
+        if request.path in _GUARDED:
+            name = _host_name(request.host)
+            if not (_is_address(name) or name in self._hosts):
+                return _json_error(403, f"unknown Host {name!r:.80}: add it to limits.http_allowed_hosts", "forbidden")
+            if not _same_origin(request, self._origins):
+                return _json_error(403, "cross-origin request refused: add the origin to limits.http_allowed_origins",
+                                   "forbidden")
+        return await handler(request)
 
     async def start(self) -> None:
         uri = urlparse(self._settings.server.http_uri)
@@ -145,7 +198,13 @@ class HttpServer:
     async def _tts(self, request: web.Request) -> web.Response:
         runtime = self._require_runtime()
         try:
-            params = await _tts_params(request)
+            try:
+                params = await _tts_params(request)
+            except web.HTTPRequestEntityTooLarge:
+                limit = self._settings.limits.http_max_body_bytes
+                return _json_error(413, f"the body is over {limit} bytes (limits.http_max_body_bytes)", "too-large")
+            except (LookupError, UnicodeDecodeError) as err:  # unknown charset, or bytes not in it
+                raise TextError(f"the body cannot be read as text: {err}") from None
             text, voice, speed = _text_voice_speed(params)
             name, speed = runtime.synth.check_request(text, voice, speed)
             pcm = await _speak(runtime, text, name, speed)
@@ -162,7 +221,11 @@ class HttpServer:
             return _json_error(403, "engine reloads are allowed only from this host", "forbidden")
         runtime = self._require_runtime()
         try:
-            result = await runtime.watchdog.reload("manual", ["requested through POST /admin/reload"])
+            result = await runtime.watchdog.reload_manual("manual", "requested through POST /admin/reload")
+        except ReloadTooSoon as err:
+            response = _json_error(429, str(err), "too-soon")
+            response.headers["Retry-After"] = str(max(1, round(err.retry_after)))
+            return response
         except ReloadInProgress as err:
             return _json_error(409, str(err), "reload-in-progress")
         except Exception as err:

@@ -16,8 +16,12 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
+import socket
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlparse
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
@@ -36,7 +40,9 @@ from wyoming.tts import (
 
 from .. import PROJECT_URL, __version__
 from ..audio import CHANNELS, SAMPLE_WIDTH, pcm_chunks
+from ..config import LimitSettings
 from ..core import SAMPLE_RATE
+from ..scheduler import BusyError
 from ..synthesizer import Speech, SpeechCancelled, Synthesizer, TextError, error_code
 from ..text import SentenceBuffer
 from ..voices import label
@@ -116,8 +122,15 @@ class _Stream:
 
 
 class FastTtsHandler(AsyncEventHandler):
-    def __init__(self, info: Info, synth: Synthesizer, requests: Requests, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    reader: PeerReader
+
+    def __init__(self, info: Info, synth: Synthesizer, requests: Requests, peers: Peers, peer: str,
+                 reader: PeerReader, writer: asyncio.StreamWriter) -> None:
+        super().__init__(reader, writer)
+        self._peers = peers
+        self._peer = peer
+        self._claimed = False
+        self._limits = synth.settings.limits
         self._info = info
         self._synth = synth
         self._requests = requests
@@ -129,13 +142,22 @@ class FastTtsHandler(AsyncEventHandler):
         self._chunk_ms = synth.settings.server.audio_chunk_ms
 
     async def run(self) -> None:
-        """Like the base loop, but a malformed event gets an error reply instead of a silent hang-up."""
+        """The base loop's job, with every wait on the peer bounded and every malformed event answered.
+
+        wyoming's own reader hangs up on bad JSON without a word and reads whatever lengths a header claims;
+        this one answers ``malformed-event`` and never buffers more than ``limits`` allow. A header whose
+        lengths cannot be honoured leaves the stream unsynchronised, so that error also ends the connection.
+        """
         try:
             while True:
                 try:
-                    event = await _read_event(self.reader)
+                    event = await self._next_event()
                 except _MalformedEvent as err:
-                    await self._send_error(f"malformed event: {err}", "malformed-event")
+                    text = str(err) if err.code != "malformed-event" else f"malformed event: {err}"
+                    await self._send_error(text, err.code)
+                    if err.fatal:
+                        await self._linger()
+                        break
                     continue
                 except (ConnectionError, asyncio.IncompleteReadError):
                     break
@@ -143,7 +165,32 @@ class FastTtsHandler(AsyncEventHandler):
                     break
         finally:
             await self.disconnect()
+            self._release_request()
             self.writer.close()
+
+    async def _linger(self) -> None:
+        """Let the error reach a client that is still sending: closing with its bytes unread would reset the
+        connection and drop the error on its side. Send FIN, discard (never buffer) its input for a moment."""
+        with contextlib.suppress(OSError, RuntimeError, asyncio.TimeoutError):
+            self.writer.write_eof()
+            deadline = asyncio.get_running_loop().time() + self._limits.read_timeout_s
+            while await asyncio.wait_for(self.reader.read(65536), deadline - asyncio.get_running_loop().time()):
+                pass
+
+    async def _next_event(self) -> Event | None:
+        """The next event; None when the peer closed or stayed silent for ``limits.idle_timeout_s``."""
+        limits = self._limits
+        try:
+            await asyncio.wait_for(self.reader.wait_readable(), limits.idle_timeout_s)
+        except asyncio.TimeoutError:
+            _LOGGER.debug("closing a connection idle for %.0f s (limits.idle_timeout_s)", limits.idle_timeout_s)
+            return None
+        try:
+            return await asyncio.wait_for(_read_event(self.reader, limits), limits.read_timeout_s)
+        except asyncio.TimeoutError:
+            raise _MalformedEvent(
+                f"the event did not arrive whole within {limits.read_timeout_s:g} s (limits.read_timeout_s)",
+                fatal=True) from None
 
     async def disconnect(self) -> None:
         for writer in list(self._writers):
@@ -155,14 +202,49 @@ class FastTtsHandler(AsyncEventHandler):
             self._requests.end()
 
     async def handle_event(self, event: Event) -> bool:
-        """Dispatch one event; False closes the connection (a one-shot request that failed before any audio)."""
+        """Dispatch one event; False closes the connection (a one-shot request that failed before any audio).
+
+        The work runs in this task (a request's metrics context lives here), watched for the peer: it is
+        cancelled the moment the peer goes, since nobody could hear the audio.
+        """
         try:
-            return await self._dispatch(event)
-        except (ConnectionError, asyncio.CancelledError):
+            watcher = asyncio.ensure_future(_cancel_when_gone(self.reader, asyncio.current_task()))
+            try:
+                return await self._dispatch(event)
+            finally:
+                watcher.cancel()
+        except ConnectionError:
+            return False
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if self.reader.gone.is_set() and task is not None and hasattr(task, "uncancel"):
+                task.uncancel()  # our own watcher's cancel: the connection ends normally, not as cancelled
             return False
         except Exception as err:  # one bad request must never take the connection down
             await self._report(err)
+        finally:
+            if self._stream is None:
+                self._release_request()
         return True
+
+    def _claim_request(self) -> None:
+        """Count a request against ``limits.max_requests_per_peer`` (BusyError beyond it)."""
+        if not self._claimed:
+            self._claimed = self._peers.claim_request(self._peer)
+
+    def _release_request(self) -> None:
+        if self._claimed:
+            self._claimed = False
+            self._peers.release_request(self._peer)
+
+    async def write_event(self, event: Event) -> None:
+        """Send an event; a client that takes nothing for ``limits.write_timeout_s`` is dropped."""
+        try:
+            await asyncio.wait_for(async_write_event(event, self.writer), self._limits.write_timeout_s)
+        except asyncio.TimeoutError:
+            self.writer.transport.abort()
+            raise ConnectionResetError(
+                f"client read nothing for {self._limits.write_timeout_s:g} s (limits.write_timeout_s)") from None
 
     async def _dispatch(self, event: Event) -> bool:
         if Describe.is_type(event.type):
@@ -203,9 +285,11 @@ class FastTtsHandler(AsyncEventHandler):
         started = False
         try:
             _require_text(event)
+            _check_fields(event)
             request = Synthesize.from_event(event)
             name, speed = self._synth.check_request(request.text, *self._voice_and_speed(request.voice, event))
             sentences = await self._synth.prepare(request.text)
+            self._claim_request()
             self._requests.begin()
             try:
                 async with contextlib.aclosing(self._synth.one_shot(sentences, name, speed)) as audio:
@@ -231,8 +315,10 @@ class FastTtsHandler(AsyncEventHandler):
             raise TextError("a synthesize stream is already open on this connection")
         self._draining = False
         try:
+            _check_fields(event)
             start = SynthesizeStart.from_event(event)
             name, speed = self._synth.check_request("", *self._voice_and_speed(start.voice, event))
+            self._claim_request()
             self._requests.begin()
         except Exception as err:
             self._draining = True
@@ -249,6 +335,7 @@ class FastTtsHandler(AsyncEventHandler):
         stream = self._require_stream()
         try:
             text = _require_text(event)
+            _check_fields(event)
             stream.chars += len(text)
             limit = self._synth.settings.server.max_text_chars
             if stream.chars > limit:
@@ -357,7 +444,7 @@ class FastTtsHandler(AsyncEventHandler):
         _LOGGER.info("error to client (%s): %s", code, text)
         self._requests.error(code)
         with contextlib.suppress(ConnectionError):
-            await async_write_event(Error(text=text, code=code).event(), self.writer)
+            await self.write_event(Error(text=text, code=code).event())
 
 
 def _require_text(event: Event) -> str:
@@ -372,31 +459,234 @@ def _audio_start() -> Event:
 
 
 class _MalformedEvent(ValueError):
-    pass
+    """Input that is not a Wyoming event; ``fatal`` when the rest of the stream can no longer be framed."""
+
+    def __init__(self, message: str, fatal: bool = False, code: str = "malformed-event") -> None:
+        super().__init__(message)
+        self.fatal = fatal
+        self.code = code
 
 
-async def _read_event(reader: asyncio.StreamReader) -> Event | None:
-    """Read one event; wyoming's reader hangs up on bad JSON without a word, which clients cannot debug."""
-    line = await reader.readline()
+async def _cancel_when_gone(reader: PeerReader, task: asyncio.Task[Any] | None) -> None:
+    await reader.gone.wait()
+    if task is not None:
+        _LOGGER.debug("client left: cancelling its request")
+        task.cancel()
+
+
+class PeerReader(asyncio.StreamReader):
+    """A stream reader that tells when the peer has gone (EOF or reset) without consuming anything."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit=limit)
+        self.gone = asyncio.Event()
+
+    def feed_eof(self) -> None:
+        super().feed_eof()
+        self.gone.set()
+
+    def set_exception(self, exc: Exception) -> None:
+        super().set_exception(exc)
+        self.gone.set()
+
+    async def wait_readable(self) -> None:
+        """Return once a byte is buffered or the peer has gone; reads nothing.
+
+        asyncio has no public way to wait for data without taking it; this uses the same private wait its
+        own ``read*`` methods use (stable since Python 3.4)."""
+        state: Any = self
+        while not state._buffer and not self.gone.is_set():
+            await state._wait_for_data("wait_readable")
+
+
+async def _read_event(reader: asyncio.StreamReader, limits: LimitSettings) -> Event | None:
+    """One event, each part bounded by ``limits`` before it is read."""
+    try:
+        line = await reader.readline()
+    except ValueError:  # asyncio's line limit (the reader was made with limit=max_header_bytes)
+        raise _MalformedEvent(f"header line longer than {limits.max_header_bytes} bytes (limits.max_header_bytes)",
+                              fatal=True) from None
     if not line:
         return None
-    try:
-        header = json.loads(line)
-        if not isinstance(header, dict) or not isinstance(header.get("type"), str):
-            raise _MalformedEvent("header must be a JSON object with a 'type'")
-        data = header.get("data") or {}
-        if header.get("data_length"):
-            extra = json.loads(await reader.readexactly(int(header["data_length"])))
-            if not isinstance(extra, dict):
-                raise _MalformedEvent("data must be a JSON object")
-            data.update(extra)
-        payload = None
-        if header.get("payload_length"):
-            payload = await reader.readexactly(int(header["payload_length"]))
-    except (json.JSONDecodeError, UnicodeDecodeError, TypeError, ValueError) as err:
-        if isinstance(err, _MalformedEvent):
-            raise
-        raise _MalformedEvent(str(err)) from err
-    if not isinstance(data, dict):
+    header = _parse_json(line, limits, "header")
+    if not isinstance(header, dict) or not isinstance(header.get("type"), str):
+        # Without a header object there are no lengths to skip, so the next line is the next event.
+        raise _MalformedEvent("header must be a JSON object with a 'type' string")
+    data_length = _length(header, "data_length", limits.max_data_bytes, "limits.max_data_bytes")
+    payload_length = _length(header, "payload_length", limits.max_payload_bytes, "limits.max_payload_bytes")
+    oversize = data_length > limits.max_data_bytes or payload_length > limits.max_payload_bytes
+    if oversize:  # a careless client's long text: read past it without keeping it, refuse, stay in step
+        await _discard(reader, data_length + payload_length)
+        if data_length > limits.max_data_bytes and header["type"] in ("synthesize", "synthesize-chunk"):
+            # a one-shot that failed before audio ends with a closed connection (what Home Assistant waits for)
+            raise _MalformedEvent(f"text too long: {data_length} bytes of event data; the limit is "
+                                  f"{limits.max_data_bytes} (limits.max_data_bytes)", code="bad-text",
+                                  fatal=header["type"] == "synthesize")
+        raise _MalformedEvent(f"event too large: data {data_length} bytes, payload {payload_length} bytes; "
+                              f"the limits are {limits.max_data_bytes} and {limits.max_payload_bytes} "
+                              "(limits.max_data_bytes, limits.max_payload_bytes)")
+    data = header.get("data")
+    extra = _parse_json(await reader.readexactly(data_length), limits, "data") if data_length else None
+    payload = await reader.readexactly(payload_length) if payload_length else None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict) or not isinstance(extra, (dict, type(None))):
         raise _MalformedEvent("data must be a JSON object")
-    return Event(type=header["type"], data=data, payload=payload)
+    return Event(type=header["type"], data={**data, **(extra or {})}, payload=payload)
+
+
+# Lengths up to this many times their limit are read past and refused with the connection kept (a long
+# text by mistake); larger ones are not read at all: the error is sent and the connection closed (a flood).
+_SKIP_FACTOR = 16
+
+
+def _length(header: dict[str, Any], key: str, limit: int, setting: str) -> int:
+    """A declared length, checked before a byte of it is read (a wrong one cannot be skipped safely)."""
+    value = header.get(key)
+    if value is None:
+        return 0
+    if type(value) is not int or value < 0:
+        raise _MalformedEvent(f"{key} must be a non-negative integer, not {value!r:.40}", fatal=True)
+    if value > _SKIP_FACTOR * limit:
+        raise _MalformedEvent(f"{key} {value} is over the limit of {limit} bytes ({setting})", fatal=True)
+    return value
+
+
+async def _discard(reader: asyncio.StreamReader, count: int) -> None:
+    while count > 0:
+        chunk = await reader.read(min(count, 65536))
+        if not chunk:
+            raise asyncio.IncompleteReadError(b"", count)
+        count -= len(chunk)
+
+
+def _parse_json(raw: bytes, limits: LimitSettings, what: str) -> Any:
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise _MalformedEvent(f"{what} nests deeper than {limits.max_json_depth} (limits.max_json_depth)") from None
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, integers with too many digits
+        raise _MalformedEvent(f"{what} is not JSON: {err}") from None
+    _check_json(value, limits.max_json_depth, what)
+    return value
+
+
+def _check_json(value: Any, depth: int, what: str) -> None:
+    """Bounded nesting and text that can be encoded again (a lone surrogate would break every reply)."""
+    if depth < 0:
+        raise _MalformedEvent(f"{what} nests too deep (limits.max_json_depth)")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _MalformedEvent(f"{what} holds a string that is not valid Unicode (a lone surrogate)") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_json(key, depth - 1, what)
+            _check_json(item, depth - 1, what)
+    elif isinstance(value, list):
+        for item in value:
+            _check_json(item, depth - 1, what)
+
+
+def _check_fields(event: Event) -> None:
+    """The fields a synthesize event may carry have the types the protocol gives them (else ``bad-text``)."""
+    if event.type not in ("synthesize", "synthesize-start", "synthesize-chunk"):
+        return
+    data = event.data
+    _expect(data, "text", str, optional=event.type == "synthesize-start")
+    _expect(data, "text_format", str)
+    voice = _expect(data, "voice", dict)
+    for key in ("name", "speaker", "language"):
+        _expect(voice or {}, key, str, where="voice.")
+    context = _expect(data, "context", dict)
+    for where, holder in (("", data), ("context.", context or {})):
+        speed = holder.get("speed")
+        if speed is not None and (type(speed) not in (int, float) or not math.isfinite(speed)):
+            raise TextError(f"'{where}speed' must be a number between 0.5 and 2.0, not {speed!r:.40}")
+
+
+def _expect(data: dict[str, Any], key: str, kind: type, optional: bool = True, where: str = "") -> Any:
+    value = data.get(key)
+    if value is None and optional:
+        return None
+    if not isinstance(value, kind):
+        raise TextError(f"'{where}{key}' must be a {_KINDS[kind]}, not {value!r:.40}")
+    return value
+
+
+_KINDS: dict[type, str] = {str: "string", dict: "JSON object"}
+
+
+@dataclass
+class Peers:
+    """Open connections and requests in progress, in all and per peer address, against ``limits``."""
+
+    limits: LimitSettings
+    connections: Counter[str] = field(default_factory=Counter)
+    requests: Counter[str] = field(default_factory=Counter)
+
+    def admit(self, peer: str) -> str | None:
+        """Count a new connection; the reason it is refused instead, if it is."""
+        if self.connections.total() >= self.limits.max_connections:
+            return f"too many connections ({self.limits.max_connections}, limits.max_connections)"
+        if self.connections[peer] >= self.limits.max_connections_per_peer:
+            return (f"too many connections from {peer} "
+                    f"({self.limits.max_connections_per_peer}, limits.max_connections_per_peer)")
+        self.connections[peer] += 1
+        return None
+
+    def leave(self, peer: str) -> None:
+        self.connections -= Counter({peer: 1})  # Counter subtraction drops entries that reach zero
+
+    def claim_request(self, peer: str) -> bool:
+        if self.requests[peer] >= self.limits.max_requests_per_peer:
+            raise BusyError(f"too many requests at once from {peer} "
+                            f"({self.limits.max_requests_per_peer}, limits.max_requests_per_peer)")
+        self.requests[peer] += 1
+        return True
+
+    def release_request(self, peer: str) -> None:
+        self.requests -= Counter({peer: 1})
+
+
+async def serve_wyoming(uri: str, info: Info, synth: Synthesizer, requests: Requests) -> asyncio.AbstractServer:
+    """Listen on ``tcp://HOST:PORT`` or ``unix://PATH``; each connection gets a bounded reader and a handler.
+
+    The handler is wyoming's ``AsyncEventHandler``; the listener is not wyoming's ``AsyncServer``, which
+    gives every connection asyncio's default reader (no header limit of ours, no way to tell that the peer
+    left without reading) and admits any number of connections.
+    """
+    limits = synth.settings.limits
+    peers = Peers(limits)
+    loop = asyncio.get_running_loop()
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        assert isinstance(reader, PeerReader)  # made by protocol() below
+        address = writer.get_extra_info("peername")
+        peer = address[0] if isinstance(address, (tuple, list)) and address else "local"
+        refused = peers.admit(peer)
+        if refused is not None:
+            _LOGGER.info("refusing a connection from %s: %s", peer, refused)
+            requests.error("busy")
+            with contextlib.suppress(ConnectionError, asyncio.TimeoutError):
+                await asyncio.wait_for(async_write_event(Error(text=refused, code="busy").event(), writer), 1.0)
+            writer.transport.abort()
+            return
+        sock = writer.get_extra_info("socket")
+        if limits.socket_send_buffer_bytes and sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, limits.socket_send_buffer_bytes)
+        try:
+            await FastTtsHandler(info, synth, requests, peers, peer, reader, writer).run()
+        finally:
+            peers.leave(peer)
+
+    def protocol() -> asyncio.StreamReaderProtocol:
+        return asyncio.StreamReaderProtocol(PeerReader(limits.max_header_bytes), on_connect)
+
+    parsed = urlparse(uri)
+    if parsed.scheme == "tcp" and parsed.port is not None:
+        return await loop.create_server(protocol, host=parsed.hostname, port=parsed.port)
+    if parsed.scheme == "unix":
+        return await loop.create_unix_server(protocol, path=parsed.path)
+    raise ValueError(f"--uri must be tcp://HOST:PORT or unix://PATH, not {uri}")

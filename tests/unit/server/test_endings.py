@@ -24,7 +24,7 @@ from wyoming_fasttts.backends.base import EngineMemory
 from wyoming_fasttts.config import load_settings
 from wyoming_fasttts.core import SAMPLE_RATE, EngineError
 from wyoming_fasttts.scheduler import Scheduler
-from wyoming_fasttts.server.wyoming import FastTtsHandler, Requests, build_info
+from wyoming_fasttts.server.wyoming import Requests, build_info, serve_wyoming
 from wyoming_fasttts.synthesizer import Synthesizer
 from wyoming_fasttts.voices import STYLE_DIM, STYLE_ROWS, VoiceBank
 
@@ -94,10 +94,7 @@ async def _serve(engine: FailingEngine, folder: Path, exchange) -> tuple[list[Ev
     requests = Requests()
     info = build_info(voices.names, settings.voice.languages)
 
-    async def on_connect(reader, writer):
-        await FastTtsHandler(info, synth, requests, reader, writer).run()
-
-    server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+    server = await serve_wyoming("tcp://127.0.0.1:0", info, synth, requests)  # the server's own listener
     port = server.sockets[0].getsockname()[1]
     try:
         async with AsyncClient.from_uri(f"tcp://127.0.0.1:{port}") as client:
