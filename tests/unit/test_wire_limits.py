@@ -11,7 +11,8 @@ from wyoming.event import Event
 from wyoming_fasttts.config import ConfigError, load_settings
 from wyoming_fasttts.scheduler import BusyError
 from wyoming_fasttts.server.http import _host_name, known_hosts
-from wyoming_fasttts.server.wyoming import PeerReader, Peers, _check_fields, _MalformedEvent, _read_event
+from wyoming_fasttts.server.wire import MalformedEvent, PeerReader, check_fields, read_event
+from wyoming_fasttts.server.wyoming import Peers
 from wyoming_fasttts.synthesizer import TextError
 
 LIMITS = load_settings(overrides={"limits.max_payload_bytes": 1024}).limits
@@ -22,7 +23,7 @@ def _read(raw: bytes):
         reader = PeerReader(LIMITS.max_header_bytes)
         reader.feed_data(raw)
         reader.feed_eof()
-        return await _read_event(reader, LIMITS)
+        return await read_event(reader, LIMITS)
 
     return asyncio.run(go())
 
@@ -49,7 +50,7 @@ MALFORMED = [
 
 @pytest.mark.parametrize(("raw", "fatal"), MALFORMED, ids=[f"probe{n}" for n in range(len(MALFORMED))])
 def test_malformed_events_are_refused_before_their_lengths_are_read(raw, fatal):
-    with pytest.raises(_MalformedEvent) as caught:
+    with pytest.raises(MalformedEvent) as caught:
         _read(raw)
     assert caught.value.fatal == fatal
 
@@ -63,9 +64,9 @@ def test_a_text_too_long_is_read_past_and_refused_and_the_next_event_still_reads
         reader.feed_data(b'{"type": "synthesize-chunk", "data_length": %d}\n%s{"type": "describe"}\n'
                          % (len(big), big))
         reader.feed_eof()
-        with pytest.raises(_MalformedEvent) as caught:
-            await _read_event(reader, LIMITS)
-        return caught.value, await _read_event(reader, LIMITS)
+        with pytest.raises(MalformedEvent) as caught:
+            await read_event(reader, LIMITS)
+        return caught.value, await read_event(reader, LIMITS)
 
     refused, following = asyncio.run(go())
     assert (refused.code, refused.fatal) == ("bad-text", False) and "limits.max_data_bytes" in str(refused)
@@ -88,7 +89,7 @@ def test_a_well_formed_event_with_data_block_and_small_payload_reads_whole():
 ])
 def test_synthesize_fields_of_the_wrong_type_are_bad_text(data):
     with pytest.raises(TextError):
-        _check_fields(Event("synthesize", data))
+        check_fields(Event("synthesize", data))
 
 
 def test_peers_cap_connections_and_requests():

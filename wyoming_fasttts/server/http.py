@@ -32,6 +32,7 @@ from ..config import Settings
 from ..core import MAX_SPEED, MIN_SPEED
 from ..metrics import CONTENT_TYPE, Metrics
 from ..synthesizer import Synthesizer, TextError, error_code
+from ..voices import label
 from ..watchdog import ReloadInProgress, ReloadTooSoon
 
 if TYPE_CHECKING:
@@ -193,7 +194,8 @@ class HttpServer:
 
     async def _voices(self, request: web.Request) -> web.Response:
         synth = self._require_runtime().synth
-        return web.json_response({"voices": synth.voices.names, "default": synth.settings.voice.default})
+        return web.json_response({"voices": synth.voices.names, "default": synth.settings.voice.default,
+                                  "labels": {name: label(name) for name in synth.voices.names}})
 
     async def _tts(self, request: web.Request) -> web.Response:
         runtime = self._require_runtime()

@@ -60,7 +60,11 @@ def test_health_and_readiness(server):
 def test_voices(server):
     status, _, body = _get(f"{server.http_uri}/api/voices")
     assert status == 200
-    assert json.loads(body) == {"voices": list(VOICES), "default": "zf_xiaobei"}
+    answer = json.loads(body)
+    assert answer["voices"] == list(VOICES) and answer["default"] == "zf_xiaobei"
+    # the names Home Assistant's picker shows, one per voice, none of them an id
+    assert answer["labels"]["zf_xiaobei"] == "小贝 (女声)" and answer["labels"]["zm_yunxi"] == "云希 (男声)"
+    assert len(set(answer["labels"].values())) == len(VOICES)
 
 
 @pytest.mark.parametrize(
