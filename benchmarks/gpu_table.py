@@ -108,7 +108,8 @@ async def _with_server(args: argparse.Namespace, eager: Eager, text: str, report
     from wyoming_fasttts.backends.memory import Nvml
     from wyoming_fasttts.bench.load import load, one
     from wyoming_fasttts.bench.servers import free_port
-    from wyoming_fasttts.server.app import build_runtime, start_wyoming
+    from wyoming_fasttts.server.app import start_wyoming
+    from wyoming_fasttts.server.runtime import build_runtime
 
     uri = f"tcp://127.0.0.1:{free_port()}"
     settings = load_settings(args.config, {"engine.backend": args.engine, "server.uri": uri, "server.http_uri": "",

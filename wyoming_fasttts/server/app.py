@@ -1,4 +1,4 @@
-"""The running server: assets → engine → scheduler → listeners, and an orderly shutdown on SIGTERM.
+"""The running server: the runtime (``runtime.py``) and its listeners, and an orderly shutdown on SIGTERM.
 
 Start-up opens the HTTP side port first (so ``/healthz`` answers and ``/readyz`` says 503 while the model
 loads), fetches and verifies the model, loads and warms the engine once, then opens the Wyoming port, the
@@ -15,110 +15,18 @@ import contextlib
 import logging
 import signal
 import time
-from contextvars import ContextVar
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol
 
-from ..assets import ModelAssets, ensure_assets, load_vocab
-from ..backends import create_engine
-from ..backends.base import engine_peers
 from ..backends.memory import process_rss_bytes
 from ..config import Settings
 from ..metrics import Metrics
-from ..scheduler import BusyError, Scheduler, SchedulerObserver
-from ..synthesizer import Synthesizer
-from ..voices import VoiceBank
-from ..watchdog import Detector, ReloadInProgress, ReloadTooSoon, Watchdog
+from ..watchdog import ReloadInProgress, ReloadTooSoon
 from .http import HttpServer
-from .wyoming import Requests, build_info, serve_wyoming
+from .runtime import Runtime, build_runtime
+from .wyoming import build_info, serve_wyoming
 
 _LOGGER = logging.getLogger(__name__)
-
-
-# (api, start) of the request in progress; each Wyoming connection and each HTTP request runs in its own task,
-# and has at most one request at a time, so begin() and end() of one request see the same value.
-_REQUEST: ContextVar[tuple[str, float] | None] = ContextVar("request", default=None)
-
-
-@dataclass
-class ServerRequests(Requests):
-    """Requests that feed the metrics and, once shutdown has begun, refuse new work on open connections."""
-
-    metrics: Metrics = field(default_factory=Metrics)
-    closing: bool = False
-
-    def begin(self, api: str = "wyoming") -> None:
-        if self.closing:
-            raise BusyError("server is shutting down")
-        super().begin()
-        _REQUEST.set((api, time.monotonic()))
-        self.metrics.requests.labels(api).inc()
-        self.metrics.active.inc()
-
-    def end(self) -> None:
-        super().end()
-        self.metrics.active.dec()
-        entry = _REQUEST.get()
-        if entry is not None:
-            self.metrics.request_seconds.labels(entry[0]).observe(time.monotonic() - entry[1])
-
-    def error(self, code: str, api: str = "wyoming") -> None:
-        self.metrics.errors.labels(api, code).inc()
-
-
-class _Observers:
-    """Fans the scheduler's reports out to the metrics, the watchdog's detector and any caller's observer."""
-
-    def __init__(self, *observers: SchedulerObserver) -> None:
-        self._observers = observers
-
-    def batch_done(self, engine: str, size: int, seconds: float, audio_seconds: float) -> None:
-        for observer in self._observers:
-            observer.batch_done(engine, size, seconds, audio_seconds)
-
-    def batch_failed(self, engine: str, size: int, error: BaseException) -> None:
-        for observer in self._observers:
-            observer.batch_failed(engine, size, error)
-
-    def queue_depth(self, depth: int) -> None:
-        for observer in self._observers:
-            observer.queue_depth(depth)
-
-
-@dataclass
-class Runtime:
-    """Everything a listener needs; built once per process."""
-
-    settings: Settings
-    assets: ModelAssets
-    synth: Synthesizer
-    scheduler: Scheduler
-    requests: ServerRequests
-    metrics: Metrics
-    watchdog: Watchdog
-
-
-async def build_runtime(
-    settings: Settings, observer: SchedulerObserver | None = None, metrics: Metrics | None = None
-) -> Runtime:
-    """Assets, the warmed engine, the scheduler and the watchdog (whose loop ``Watchdog.start`` begins)."""
-    metrics = metrics or Metrics()
-    assets = await asyncio.to_thread(ensure_assets, settings.assets)
-    voices = VoiceBank(assets)
-    voices.check(settings.voice.default)
-    engine = await asyncio.to_thread(create_engine, settings, assets)
-    detector = Detector(settings.watchdog, Watchdog.fault_injection_requested(settings.watchdog))
-    observers = (metrics, detector) if observer is None else (metrics, detector, observer)
-    scheduler = Scheduler(engine, settings.scheduler, _Observers(*observers))
-    scheduler.start()
-    metrics.peers.source = lambda: engine_peers(scheduler.engine)
-    synth = Synthesizer(settings, voices, load_vocab(assets.vocab), scheduler)
-    # The first request would otherwise pay for loading jieba's dictionary and the front end's tables.
-    await synth.prepare("你好，2024年。")
-    watchdog = Watchdog(settings, assets, scheduler, metrics, detector)
-    metrics.ready.set(1)
-    return Runtime(settings, assets, synth, scheduler, ServerRequests(metrics=metrics), metrics, watchdog)
 
 
 async def start_wyoming(runtime: Runtime) -> asyncio.AbstractServer:
@@ -165,7 +73,7 @@ def _reload_on_signal(runtime: Runtime, background: set[asyncio.Task[None]]) -> 
 
     async def reload() -> None:
         try:
-            await runtime.watchdog.reload_manual("signal", "SIGHUP")
+            await runtime.reload("signal", "SIGHUP")
         except (ReloadTooSoon, ReloadInProgress) as err:
             _LOGGER.warning("SIGHUP: no reload: %s", err)
         except Exception:  # logged by the watchdog; the current engine keeps serving
@@ -179,7 +87,7 @@ def _reload_on_signal(runtime: Runtime, background: set[asyncio.Task[None]]) -> 
 
 def _log_status(runtime: Runtime) -> None:
     """SIGUSR1 would end the process by default; here it only logs where the server stands."""
-    engine = runtime.scheduler.engine
+    engine = runtime.engine
     _LOGGER.info("SIGUSR1: %d requests in progress; engine %s on %s; RSS %.0f MiB", runtime.requests.active,
                  engine.name, engine.device, process_rss_bytes() / 2**20)
 

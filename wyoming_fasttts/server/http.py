@@ -21,28 +21,55 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlparse
 
 from aiohttp import web
 
 from ..audio import wav_bytes
-from ..backends.base import engine_peers
+from ..backends.base import Engine, engine_peers
 from ..config import Settings
 from ..core import MAX_SPEED, MIN_SPEED
 from ..metrics import CONTENT_TYPE, Metrics
 from ..synthesizer import Synthesizer, TextError, error_code
 from ..voices import label
-from ..watchdog import ReloadInProgress, ReloadTooSoon
-
-if TYPE_CHECKING:
-    from .app import Runtime
+from ..watchdog import ReloadInProgress, ReloadResult, ReloadTooSoon
 
 _LOGGER = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _GUARDED = frozenset({"/api/tts", "/admin/reload"})
 _STATUS = {"bad-text": 400, "unknown-voice": 400, "busy": 503, "engine": 500, "internal": 500}
+
+
+class CountedRequests(Protocol):
+    """The server's request accounting: metrics by API, and refusal once shutdown has begun."""
+
+    @property
+    def closing(self) -> bool: ...
+
+    def begin(self, api: str) -> None: ...
+
+    def end(self) -> None: ...
+
+    def error(self, code: str, api: str) -> None: ...
+
+
+class Serving(Protocol):
+    """What the HTTP side may see of the running server (``runtime.Runtime`` provides it), nothing more."""
+
+    @property
+    def synth(self) -> Synthesizer: ...
+
+    @property
+    def requests(self) -> CountedRequests: ...
+
+    @property
+    def engine(self) -> Engine: ...
+
+    async def sample_memory(self) -> None: ...
+
+    async def reload(self, trigger: str, reason: str) -> ReloadResult: ...
 
 
 def _json_error(status: int, message: str, code: str) -> web.Response:
@@ -101,7 +128,7 @@ class HttpServer:
     def __init__(self, settings: Settings, metrics: Metrics) -> None:
         self._settings = settings
         self._metrics = metrics
-        self._runtime: Runtime | None = None
+        self._serving: Serving | None = None
         self._hosts = known_hosts(settings)
         self._origins = frozenset(o.rstrip("/").lower() for o in settings.limits.http_allowed_origins)
         self._app = web.Application(client_max_size=settings.limits.http_max_body_bytes,
@@ -146,8 +173,8 @@ class HttpServer:
         await site.start()
         _LOGGER.info("HTTP server (health, metrics, /api/tts) listening on %s", self._settings.server.http_uri)
 
-    def attach(self, runtime: Runtime) -> None:
-        self._runtime = runtime
+    def attach(self, serving: Serving) -> None:
+        self._serving = serving
 
     async def stop(self) -> None:
         """Stop accepting; requests in progress finish (up to the shutdown grace period)."""
@@ -159,12 +186,12 @@ class HttpServer:
         return web.json_response({"status": "alive"})
 
     async def _readyz(self, request: web.Request) -> web.Response:
-        runtime = self._runtime
-        if runtime is None:
+        serving = self._serving
+        if serving is None:
             return web.json_response({"ready": False, "reason": "loading the engine"}, status=503)
-        if runtime.requests.closing:
+        if serving.requests.closing:
             return web.json_response({"ready": False, "reason": "shutting down"}, status=503)
-        engine = runtime.scheduler.engine
+        engine = serving.engine
         body: dict[str, Any] = {"ready": True, "engine": engine.name, "device": engine.device}
         peers = engine_peers(engine)
         if peers:
@@ -176,29 +203,29 @@ class HttpServer:
         return web.json_response(body)
 
     async def _metrics_page(self, request: web.Request) -> web.Response:
-        if self._runtime is not None:
-            await self._runtime.watchdog.sample()  # fresh memory numbers, not the last interval's
+        if self._serving is not None:
+            await self._serving.sample_memory()  # fresh memory numbers, not the last interval's
         response = web.Response(body=self._metrics.render())
         response.headers["Content-Type"] = CONTENT_TYPE
         return response
 
     # -- API ----------------------------------------------------------------------------------------------
 
-    def _require_runtime(self) -> Runtime:
-        if self._runtime is None:
+    def _require_serving(self) -> Serving:
+        if self._serving is None:
             raise web.HTTPServiceUnavailable(
                 text=json.dumps({"error": "the engine is still loading", "code": "busy"}),
                 content_type="application/json",
             )
-        return self._runtime
+        return self._serving
 
     async def _voices(self, request: web.Request) -> web.Response:
-        synth = self._require_runtime().synth
+        synth = self._require_serving().synth
         return web.json_response({"voices": synth.voices.names, "default": synth.settings.voice.default,
                                   "labels": {name: label(name) for name in synth.voices.names}})
 
     async def _tts(self, request: web.Request) -> web.Response:
-        runtime = self._require_runtime()
+        serving = self._require_serving()
         try:
             try:
                 params = await _tts_params(request)
@@ -208,22 +235,22 @@ class HttpServer:
             except (LookupError, UnicodeDecodeError) as err:  # unknown charset, or bytes not in it
                 raise TextError(f"the body cannot be read as text: {err}") from None
             text, voice, speed = _text_voice_speed(params)
-            name, speed = runtime.synth.check_request(text, voice, speed)
-            pcm = await _speak(runtime, text, name, speed)
+            name, speed = serving.synth.check_request(text, voice, speed)
+            pcm = await self._speak(serving, text, name, speed)
         except Exception as err:
             code = error_code(err)
             if code == "internal":
                 _LOGGER.exception("error handling /api/tts")
-            runtime.requests.error(code, api="http")
+            serving.requests.error(code, api="http")
             return _json_error(_STATUS[code], str(err), code)
         return web.Response(body=wav_bytes(pcm), content_type="audio/wav")
 
     async def _reload(self, request: web.Request) -> web.Response:
         if not (_is_local(request) and _same_origin(request)):
             return _json_error(403, "engine reloads are allowed only from this host", "forbidden")
-        runtime = self._require_runtime()
+        serving = self._require_serving()
         try:
-            result = await runtime.watchdog.reload_manual("manual", "requested through POST /admin/reload")
+            result = await serving.reload("manual", "requested through POST /admin/reload")
         except ReloadTooSoon as err:
             response = _json_error(429, str(err), "too-soon")
             response.headers["Retry-After"] = str(max(1, round(err.retry_after)))
@@ -235,6 +262,23 @@ class HttpServer:
         return web.json_response(
             {"engine": result.engine, "device": result.device, "seconds": round(result.seconds, 3)}
         )
+
+    async def _speak(self, serving: Serving, text: str, voice: str, speed: float) -> bytes:
+        """The whole answer as 16-bit PCM, through the same path as a Wyoming one-shot request."""
+        synth = serving.synth
+        received = time.monotonic()
+        sentences = await synth.prepare(text)
+        serving.requests.begin("http")
+        parts: list[bytes] = []
+        try:
+            async with contextlib.aclosing(synth.one_shot(sentences, voice, speed)) as audio:
+                async for pcm in audio:
+                    if not parts:
+                        self._metrics.first_audio_seconds.labels("http").observe(time.monotonic() - received)
+                    parts.append(pcm)
+        finally:
+            serving.requests.end()
+        return b"".join(parts)
 
     async def _index(self, request: web.Request) -> web.Response:
         page = resources.files(__package__).joinpath("static/index.html").read_bytes()
@@ -273,21 +317,3 @@ def _text_voice_speed(params: dict[str, Any]) -> tuple[str, str | None, float | 
         return text, voice, float(speed)
     except (TypeError, ValueError):
         raise TextError(f"'speed' must be a number between {MIN_SPEED} and {MAX_SPEED}, not {speed!r}") from None
-
-
-async def _speak(runtime: Runtime, text: str, voice: str, speed: float) -> bytes:
-    """The whole answer as 16-bit PCM, through the same path as a Wyoming one-shot request."""
-    synth: Synthesizer = runtime.synth
-    received = time.monotonic()
-    sentences = await synth.prepare(text)
-    runtime.requests.begin("http")
-    parts: list[bytes] = []
-    try:
-        async with contextlib.aclosing(synth.one_shot(sentences, voice, speed)) as audio:
-            async for pcm in audio:
-                if not parts:
-                    runtime.metrics.first_audio_seconds.labels("http").observe(time.monotonic() - received)
-                parts.append(pcm)
-    finally:
-        runtime.requests.end()
-    return b"".join(parts)
