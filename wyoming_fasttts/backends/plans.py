@@ -378,9 +378,7 @@ def gpu_stage_graphs(settings: Settings, assets: ModelAssets) -> StageGraphs:
                 raise EngineError(str(err)) from err
             _LOGGER.warning("TensorRT: batch-1 plans instead of batched ones: %s", err)
         else:
-            manifest = json.loads((batched.directory / "manifest.json").read_text())
-            paths = {"stage1": batched.stage1, "stage2": batched.stage2}
-            return StageGraphs(paths, {s: manifest["stages"][s]["sha256"] for s in STAGES}, batched=True)
+            return StageGraphs({"stage1": batched.stage1, "stage2": batched.stage2}, batched.sha256, batched=True)
     return batch1_stage_graphs(ensure_graphs(assets.model, settings.assets.data_path))
 
 

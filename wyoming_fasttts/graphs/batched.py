@@ -25,10 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..assets import ModelAssets, sha256_of
-from .cache import build_once, changed_files
+from .cache import build_once, file_entry, read_manifest, write_manifest
 
 _LOGGER = logging.getLogger(__name__)
-_MANIFEST = "manifest.json"
 
 
 class ExportError(RuntimeError):
@@ -40,6 +39,8 @@ class BatchedGraphs:
     directory: Path
     stage1: Path
     stage2: Path
+    sha256: dict[str, str]
+    """Each stage file's content hash, as the manifest recorded it (TensorRT plans are keyed on it)."""
 
 
 FORMAT_VERSION = 1
@@ -57,21 +58,11 @@ def cache_key(model_path: Path) -> str:
 
 
 def _cached(directory: Path, key: str) -> BatchedGraphs | None:
-    try:
-        manifest = json.loads((directory / _MANIFEST).read_text())
-    except (OSError, ValueError):
+    found = read_manifest(directory, key, lambda manifest: manifest["stages"], {"stage1", "stage2"}, "batched graphs")
+    if found is None:
         return None
-    paths = {stage: directory / entry["file"] for stage, entry in manifest.get("stages", {}).items()}
-    if manifest.get("key") != key or set(paths) != {"stage1", "stage2"}:
-        return None
-    if any(not p.is_file() or p.stat().st_size != manifest["stages"][s]["bytes"] for s, p in paths.items()):
-        return None
-    changed = changed_files(directory, {entry["file"]: entry["sha256"] for entry in manifest["stages"].values()})
-    if changed:
-        _LOGGER.warning("cached batched graphs in %s changed since export (%s): exporting again",
-                        directory, ", ".join(changed))
-        return None
-    return BatchedGraphs(directory, paths["stage1"], paths["stage2"])
+    return BatchedGraphs(directory, found["stage1"].path, found["stage2"].path,
+                         {stage: f.sha256 for stage, f in found.items()})
 
 
 def ensure_batched_graphs(assets: ModelAssets, data_path: Path) -> BatchedGraphs:
@@ -97,10 +88,8 @@ def _export_into(assets: ModelAssets, tmp: Path, key: str) -> None:
                           "'python -m wyoming_fasttts.graphs.batched' where the 'export' extra is installed") from err
     import torch
 
-    manifest = {"key": key, "source": str(assets.model), "torch": torch.__version__,
-                "stages": {s: {"file": f, "bytes": (tmp / f).stat().st_size, "sha256": sha256_of(tmp / f)}
-                           for s, f in files.items()}}
-    (tmp / _MANIFEST).write_text(json.dumps(manifest, indent=2))
+    write_manifest(tmp, {"key": key, "source": str(assets.model), "torch": torch.__version__,
+                         "stages": {s: file_entry(tmp / f) for s, f in files.items()}})
 
 
 def main(argv: Sequence[str] | None = None) -> None:

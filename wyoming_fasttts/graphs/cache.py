@@ -5,6 +5,9 @@ and two processes building the same key at once both end up using one result. A 
 after its sha256 matched the one recorded at build time: a flipped byte of the same size would otherwise load
 silently and change the audio. The check is recorded in a stamp keyed on each file's size and mtime, so later
 starts only stat the files; a file written since (same size or not) is hashed again.
+
+A folder's ``manifest.json``, written last, names the key it was built for and each file's name, size and
+sha256; ``read_manifest`` is the one reader of both caches (the stage graphs and the batched graphs).
 """
 
 from __future__ import annotations
@@ -14,17 +17,66 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..assets import sha256_of
 
 _LOGGER = logging.getLogger(__name__)
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 _STAMP = ".verified.json"
+_MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class CachedFile:
+    path: Path
+    sha256: str
+
+
+def file_entry(path: Path) -> dict[str, str | int]:
+    """What a manifest records of a file it vouches for."""
+    return {"file": path.name, "bytes": path.stat().st_size, "sha256": sha256_of(path)}
+
+
+def write_manifest(directory: Path, manifest: Mapping[str, Any]) -> None:
+    """The last file a build writes: its presence marks the folder complete."""
+    (directory / _MANIFEST).write_text(json.dumps(manifest, indent=2))
+
+
+def read_manifest(directory: Path, key: str, entries: Callable[[Any], Mapping[K, Any]], labels: set[K],
+                  what: str) -> dict[K, CachedFile] | None:
+    """The files of a complete cache folder by label, or None to build it again.
+
+    ``entries`` picks the ``{label: file entry}`` pairs out of the manifest. None unless the manifest was written
+    for ``key``, lists exactly ``labels``, and every file still has the size and the sha256 it was built with.
+    """
+    try:
+        manifest = json.loads((directory / _MANIFEST).read_text())
+        if manifest.get("key") != key:
+            return None
+        listed = {label: (entry["file"], entry["bytes"], entry["sha256"]) for label, entry in entries(manifest).items()}
+    except (OSError, ValueError, LookupError, TypeError, AttributeError):  # absent, or not a manifest we wrote
+        return None
+    if set(listed) != labels:
+        return None
+    files: dict[K, CachedFile] = {}
+    for label, (name, size, sha256) in listed.items():
+        path = directory / name
+        if not path.is_file() or path.stat().st_size != size:
+            return None
+        files[label] = CachedFile(path, sha256)
+    changed = changed_files(directory, {f.path.name: f.sha256 for f in files.values()})
+    if changed:
+        _LOGGER.warning("cached %s in %s changed since they were built (%s): building them again",
+                        what, directory, ", ".join(changed))
+        return None
+    return files
 
 
 def changed_files(directory: Path, expected: dict[str, str]) -> list[str]:

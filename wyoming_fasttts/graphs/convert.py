@@ -16,7 +16,6 @@ directory as complete, so a conversion interrupted half-way is redone rather tha
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,13 +24,12 @@ import onnx
 
 from ..assets import sha256_of
 from . import dequantize, onnx_edit, split, stft_conv, trt_fixes
-from .cache import build_once, changed_files
+from .cache import CachedFile, build_once, file_entry, read_manifest, write_manifest
 
 _LOGGER = logging.getLogger(__name__)
 
 STAGES = ("stage1", "stage2")
 FLAVOURS = ("float", "int8")
-_MANIFEST = "manifest.json"
 _PIPELINE_MODULES = (dequantize, onnx_edit, split, stft_conv, trt_fixes)
 
 
@@ -40,18 +38,12 @@ class GraphError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class StageFile:
-    path: Path
-    sha256: str
-
-
-@dataclass(frozen=True)
 class GraphSet:
     """The cached stage graphs of one model: ``files[flavour][stage]``."""
 
     key: str
     directory: Path
-    files: dict[str, dict[str, StageFile]]
+    files: dict[str, dict[str, CachedFile]]
 
     def path(self, flavour: str, stage: str) -> Path:
         return self.files[flavour][stage].path
@@ -82,7 +74,7 @@ def _write_stages(model: onnx.ModelProto, directory: Path, flavour: str) -> dict
         onnx.checker.check_model(graph)
         path = directory / f"{flavour}-{stage}.onnx"
         onnx.save(graph, str(path))
-        out[stage] = {"file": path.name, "sha256": sha256_of(path), "bytes": path.stat().st_size}
+        out[stage] = file_entry(path)
     return out
 
 
@@ -90,31 +82,19 @@ def _convert(model_path: Path, directory: Path, key: str) -> None:
     _LOGGER.info("Converting %s into TensorRT-ready stage graphs (once; ~20 s)", model_path.name)
     flavours = {"float": _write_stages(tensorrt_graph(model_path), directory, "float"),
                 "int8": _write_stages(onnx.load(str(model_path)), directory, "int8")}
-    manifest = {"key": key, "source": str(model_path), "flavours": flavours}
-    (directory / _MANIFEST).write_text(json.dumps(manifest, indent=2))
+    write_manifest(directory, {"key": key, "source": str(model_path), "flavours": flavours})
 
 
 def _load(directory: Path, key: str) -> GraphSet | None:
     """The cached set if it is complete and every file still has the hash it was built with."""
-    try:
-        manifest = json.loads((directory / _MANIFEST).read_text())
-    except (OSError, ValueError):
+    found = read_manifest(
+        directory, key,
+        lambda manifest: {(flavour, stage): entry for flavour, stages in manifest["flavours"].items()
+                          for stage, entry in stages.items()},
+        {(flavour, stage) for flavour in FLAVOURS for stage in STAGES}, "stage graphs")
+    if found is None:
         return None
-    if manifest.get("key") != key or set(manifest.get("flavours", {})) != set(FLAVOURS):
-        return None
-    files: dict[str, dict[str, StageFile]] = {}
-    for flavour, stages in manifest["flavours"].items():
-        files[flavour] = {}
-        for stage, entry in stages.items():
-            path = directory / entry["file"]
-            if not path.is_file() or path.stat().st_size != entry["bytes"]:
-                return None
-            files[flavour][stage] = StageFile(path, entry["sha256"])
-    changed = changed_files(directory, {f.path.name: f.sha256 for stages in files.values() for f in stages.values()})
-    if changed:
-        _LOGGER.warning("cached stage graphs in %s changed since they were built (%s): rebuilding them",
-                        directory, ", ".join(changed))
-        return None
+    files = {flavour: {stage: found[flavour, stage] for stage in STAGES} for flavour in FLAVOURS}
     return GraphSet(key, directory, files)
 
 
