@@ -53,11 +53,12 @@ def split_sentences(text: str, max_chars: int = 80, first_clause_chars: int = 0)
                 parts.append(cur)
             parts = [p[i : i + max_chars] for p in parts for i in range(0, len(p), max_chars)]
         out.extend(parts)
-    if first_clause_chars and out:
-        if len(out[0]) > first_clause_chars:
-            clauses = _pieces(out[0], _CLAUSE)
-            if len(clauses) > 1:
-                out[:1] = [clauses[0], "".join(clauses[1:])]
+    # A first sentence no longer than ``first_clause_chars`` stays whole: cutting it gains little first audio
+    # and costs a second engine call (and a pause) on the short announcements users send most.
+    if first_clause_chars and out and len(out[0]) > first_clause_chars:
+        clauses = _pieces(out[0], _CLAUSE)
+        if len(clauses) > 1:
+            out[:1] = [clauses[0], "".join(clauses[1:])]
         out[:1] = lead(out[0], first_clause_chars)
     return [p.strip() for p in out if p.strip()]
 

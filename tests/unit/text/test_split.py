@@ -55,4 +55,6 @@ def test_only_the_first_sentence_is_cut():
 
 def test_short_pieces_and_disabled_cuts_are_left_alone():
     assert _pieces("欢迎回家。今天是星期六。") == ["欢迎回家。", "今天是星期六。"]
+    # a first sentence no longer than the limit is one engine call, not two with a pause between
+    assert _pieces("欢迎使用语音合成系统。请说出您的指令。")[0] == "欢迎使用语音合成系统。"
     assert split_sentences(normalize(REPLIES[0]), max_chars=80)[0] == "洗衣机已经完成了本次的洗涤程序。"
