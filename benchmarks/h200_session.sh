@@ -2,13 +2,16 @@
 # One H200 session (device tool), as run for issue 13: unpack the carried wheels and model, then
 #   A: doctor the way a GPU user following the README runs it (one ONNX Runtime: onnxruntime-gpu), then the
 #      engine-level replay benchmark (benchmarks/gpu_replay.py);
-#   B, C: our server vs eager in one process (benchmarks/gpu_table.py), run 1 (with WAVs for the ear), run 2.
+#   V, W: engine-level variants (benchmarks/gpu_variants.py part A: memory per shape under ONNX Runtime's
+#      options; part B: candidate bucket sets and two lanes), W writes the chosen config to /tmp/best.yaml;
+#   B, C: our server vs eager in one process (benchmarks/gpu_table.py), run 1 (with WAVs for the ear), run 2;
+#      BC: both. With CONFIG=FILE the server runs with that config (e.g. CONFIG=/tmp/best.yaml).
 # (I: install only.) The pack: wheels (onnxruntime-gpu, the text front end, kokoro), the model, the voices.
-# usage: bash benchmarks/h200_session.sh I|A|B|C CODE_DIR    (chunks of the pack already in /opt/pack/chunks)
+# usage: bash benchmarks/h200_session.sh I|A|V|W|B|C|BC CODE_DIR    (chunks of the pack in /opt/pack/chunks)
 set -uo pipefail
 step=$1 code=$2 pack=/opt/pack data=$HOME/.local/share/wyoming-fasttts
 export PYTHONUNBUFFERED=1 PYTHONPATH=$pack/site
-log=$OUT/$step.log
+log="$OUT"/$step.log
 if [ "$step" = A ] || [ "$step" = I ]; then
   (cat $pack/chunks/chunk.* | tar -C $pack -xf - && cd $pack && sha256sum -c data/sha) 2>&1 | tee -a "$log"
   python3 -m pip uninstall -y -q onnxruntime 2>&1 | tail -1     # the image's CPU build: a user's venv has one ORT
@@ -26,16 +29,26 @@ if [ "$step" = A ] || [ "$step" = I ]; then
     | grep -v -E 'Warning|warn\(|No registered plugin|^\s*$' | tee -a "$log"
   echo "== gpu_replay" | tee -a "$log"
   (cd "$code" && timeout 200 python3 benchmarks/gpu_replay.py --inputs inputs.json --data-dir "$data" --runs 200 \
-     --out $OUT/replay.json) 2>&1 | grep -v Warning | tee -a "$log"
+     --out "$OUT"/replay.json) 2>&1 | grep -v Warning | tee -a "$log"
 fi
 [ "$step" = A ] && exit 0
-run=1; [ "$step" = C ] && run=2
-wavs=(); [ "$step" = B ] && wavs=(--wavs /tmp/wavs)
-echo "== gpu_table run $run" | tee -a "$log"
-(cd "$code" && timeout 500 python3 benchmarks/gpu_table.py measure --inputs inputs.json \
-   --model "$data/kokoro-v1.0.int8.onnx" --vocab "$data/vocab.json" --data-dir "$data" --engine onnxruntime-cuda \
-   --runs 256 --warmup 10 --budget-s 60 --concurrency 1,4,16 --requests 256 "${wavs[@]}" \
-   --out $OUT/table$run.json) > $OUT/table$run.out 2>&1
-grep -v -i warning $OUT/table$run.out | tail -30 | tee -a "$log"
-[ "$step" = B ] && tar -C /tmp -cf $OUT/wavs.tar wavs
+if [ "$step" = V ] || [ "$step" = W ]; then
+  part=A; [ "$step" = W ] && part=B && cp /tmp/variants.json "$OUT"/ 2>/dev/null
+  (cd "$code" && timeout 580 python3 benchmarks/gpu_variants.py --part $part --inputs inputs.json --data-dir "$data" \
+     --runs 40 --out /tmp/variants.json --config-out /tmp/best.yaml) 2>&1 | grep -v -i warning | tee -a "$log"
+  cp /tmp/variants.json /tmp/best.yaml "$OUT"/ 2>/dev/null
+  exit 0
+fi
+config=(); [ -n "${CONFIG:-}" ] && config=(--config "$CONFIG") && cp "$CONFIG" "$OUT"/
+table() {
+  run=$1; wavs=(); [ "$run" = 1 ] && wavs=(--wavs /tmp/wavs)
+  echo "== gpu_table run $run ${config[*]}" | tee -a "$log"
+  (cd "$code" && timeout 290 python3 benchmarks/gpu_table.py measure --inputs inputs.json \
+     --model "$data/kokoro-v1.0.int8.onnx" --vocab "$data/vocab.json" --data-dir "$data" --engine onnxruntime-cuda \
+     --runs 256 --warmup 10 --budget-s 60 --concurrency 1,4,16 --requests 256 "${wavs[@]}" "${config[@]}" \
+     --out "$OUT"/table"$run".json) > "$OUT"/table"$run".out 2>&1
+  grep -v -i warning "$OUT"/table"$run".out | tail -30 | tee -a "$log"
+  [ "$run" = 1 ] && tar -C /tmp -cf "$OUT"/wavs.tar wavs
+}
+case $step in B) table 1 ;; C) table 2 ;; BC) table 1; table 2 ;; esac
 true

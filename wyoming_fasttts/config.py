@@ -71,6 +71,15 @@ class AssetSettings:
 
 
 @dataclass
+class BucketSettings:
+    """Shape buckets of the GPU engines (``backends/buckets.py``); an empty list: derived from the limits."""
+
+    rows: list[int]
+    tokens: list[int]
+    frames: list[int]
+
+
+@dataclass
 class EngineSettings:
     backend: str
     engine_dir: str
@@ -88,6 +97,8 @@ class EngineSettings:
     arena_shrinkage: bool
     compute_capability: str
     fallback_compute_capability: str
+    buckets: BucketSettings
+    cuda_provider_options: dict[str, str]
 
     @property
     def engine_path(self) -> Path:
@@ -237,6 +248,9 @@ def validate(settings: Settings) -> None:
         raise ConfigError("assets.source must be registry or hub")
     if not 1 <= settings.engine.max_tokens <= 510:
         raise ConfigError("engine.max_tokens must be between 1 and 510")
+    for name in ("rows", "tokens", "frames"):
+        if any(step < 1 for step in getattr(settings.engine.buckets, name)):
+            raise ConfigError(f"engine.buckets.{name} must be positive")
     sched = settings.scheduler
     if sched.max_batch < 1 or any(not 1 <= b <= sched.max_batch for b in sched.preferred_batch_sizes):
         raise ConfigError("scheduler.preferred_batch_sizes must lie between 1 and scheduler.max_batch")

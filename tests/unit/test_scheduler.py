@@ -215,3 +215,39 @@ def test_a_swap_closes_the_idle_old_engine_off_the_calling_thread() -> None:
 
     _run(scheduler, body)
     assert old.closed_on is not None and old.closed_on is not threading.main_thread()
+
+
+def test_a_lone_request_on_an_idle_engine_does_not_wait_for_company() -> None:
+    """max_queue_delay_ms is a minute here: a lone sentence that waited for it would fail the wait_for."""
+    engine = GatedEngine(max_batch=4, open_gate=True)
+    scheduler = Scheduler(engine, _settings(max_queue_delay_ms=60_000.0, preferred_batch_sizes=[4]))
+    scheduler.start()
+
+    async def body() -> None:
+        for n in (3, 4):
+            await asyncio.wait_for(scheduler.synthesize(_item(n)), timeout=10)
+
+    _run(scheduler, body)
+    assert engine.batches == [[3], [4]]
+
+
+def test_after_a_batch_of_several_the_next_head_waits_for_company() -> None:
+    """Once requests have come together, the head waits (up to the delay) for the preferred size to fill."""
+    engine = GatedEngine(max_batch=2)
+    scheduler = Scheduler(engine, _settings(max_queue_delay_ms=60_000.0, preferred_batch_sizes=[2]))
+    scheduler.start()
+
+    async def body() -> None:
+        blocker = asyncio.create_task(scheduler.synthesize(_item(1)))
+        await _started(engine)
+        pair = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (5, 6)]
+        await _queued(scheduler, 2)
+        engine.gate.set()
+        await asyncio.gather(blocker, *pair)
+        head = asyncio.create_task(scheduler.synthesize(_item(7)))
+        await _queued(scheduler, 1)
+        company = asyncio.create_task(scheduler.synthesize(_item(8)))
+        await asyncio.wait_for(asyncio.gather(head, company), timeout=10)
+
+    _run(scheduler, body)
+    assert engine.batches == [[1], [5, 6], [7, 8]]

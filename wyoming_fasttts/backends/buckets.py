@@ -48,6 +48,14 @@ def _root_two_steps(low: int, high: int) -> tuple[int, ...]:
     return tuple(v for i, v in enumerate(values) if i == 0 or values[i - 1] < high)
 
 
+def _chosen(steps: Sequence[int], limit: int) -> tuple[int, ...]:
+    """Sorted ``steps`` up to ``limit``, ending with a step that holds it; () when none are chosen."""
+    if not steps:
+        return ()
+    kept = sorted({s for s in steps if 0 < s < limit})
+    return (*kept, limit)
+
+
 @dataclass(frozen=True)
 class Buckets:
     rows: tuple[int, ...]
@@ -56,11 +64,16 @@ class Buckets:
     batch_frames: int
 
     @classmethod
-    def for_limits(cls, max_batch: int, max_tokens: int, max_frames: int, batch_frames: int) -> Buckets:
+    def for_limits(cls, max_batch: int, max_tokens: int, max_frames: int, batch_frames: int, *,
+                   rows: Sequence[int] = (), tokens: Sequence[int] = (), frames: Sequence[int] = ()) -> Buckets:
         """``max_tokens`` counts phoneme ids (the two pads are added here); the largest bucket of each holds
-        its limit, so every sentence the engine accepts has a bucket."""
-        return cls(rows=_powers_of_two(1, max_batch), tokens=_powers_of_two(MIN_TOKENS, max_tokens + 2, 4),
-                   frames=_root_two_steps(MIN_FRAMES, max_frames), batch_frames=max(batch_frames, max_frames))
+        its limit, so every sentence the engine accepts has a bucket. ``rows``, ``tokens`` (pads included),
+        ``frames``: chosen steps (``engine.buckets``) instead of the derived ones; the limit is added where the
+        largest step is below it, steps above it are dropped."""
+        return cls(rows=_chosen(rows, max_batch) or _powers_of_two(1, max_batch),
+                   tokens=_chosen(tokens, max_tokens + 2) or _powers_of_two(MIN_TOKENS, max_tokens + 2, 4),
+                   frames=_chosen(frames, max_frames) or _root_two_steps(MIN_FRAMES, max_frames),
+                   batch_frames=max(batch_frames, max_frames))
 
     @staticmethod
     def _up(value: int, steps: Sequence[int], what: str) -> int:

@@ -15,7 +15,7 @@ import logging
 import os
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,8 +69,9 @@ def run_options(shrink_arena: bool) -> ort.RunOptions:
     return options
 
 
-def cuda_providers(device_id: int) -> list[Any]:
-    """CUDA first with settings that keep work on the GPU and stable: no per-shape cuDNN search.
+def cuda_providers(device_id: int, options: Mapping[str, str] | None = None) -> list[Any]:
+    """CUDA first with settings that keep work on the GPU and stable: no per-shape cuDNN search; ``options``
+    (``engine.cuda_provider_options``) are the provider's own, added over these.
 
     The CUDA and cuDNN libraries the provider links against come as wheels with the ``gpu`` extra; they are
     not on the loader's path, so ``preload_dlls`` loads them first (it also finds PyTorch's copies)."""
@@ -78,8 +79,9 @@ def cuda_providers(device_id: int) -> list[Any]:
         raise EngineError("ONNX Runtime has no CUDA provider here: pip install 'wyoming-fasttts[gpu]'")
     if hasattr(ort, "preload_dlls"):
         ort.preload_dlls()
-    options = {"device_id": device_id, "cudnn_conv_algo_search": "HEURISTIC", "do_copy_in_default_stream": True}
-    return [(CUDA_PROVIDER, options), "CPUExecutionProvider"]
+    chosen = {"device_id": device_id, "cudnn_conv_algo_search": "HEURISTIC", "do_copy_in_default_stream": True,
+              **(options or {})}
+    return [(CUDA_PROVIDER, chosen), "CPUExecutionProvider"]
 
 
 def cuda_provider_problem(device_id: int = 0) -> str | None:
@@ -237,20 +239,26 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
     # Spinning threads of the all-cores pair would steal the cores a one-thread pair runs on beside it.
     common: dict[str, Any] = dict(
         name=backend, threads=eng.threads, slots=workers, tail_frames=eng.tail_frames, shrink_arena=eng.arena_shrinkage,
-        providers=cuda_providers(eng.device_id) if cuda else None,
+        providers=cuda_providers(eng.device_id, eng.cuda_provider_options) if cuda else None,
         options=session_options(eng.threads, spin=not cuda and not narrow),
     )
     if flavour is None and (eng.batched == "always" or (eng.batched == "auto" and cuda)):
         batched = _batched_graphs(settings, assets, required=eng.batched == "always")
         if batched is not None and cuda:
             from .buckets import Buckets
-            from .ort_graphs import GraphOnnxRuntimeEngine
+            from .ort_graphs import GraphLanes, GraphOnnxRuntimeEngine
 
+            chosen, stage1, stage2 = eng.buckets, batched.stage1, batched.stage2
             buckets = Buckets.for_limits(settings.scheduler.max_batch, eng.max_tokens, eng.max_frames,
-                                         eng.batch_frames)
-            return GraphOnnxRuntimeEngine(batched.stage1, batched.stage2, buckets=buckets,
-                                          providers=common["providers"], options=common["options"],
-                                          tail_frames=eng.tail_frames, name=backend, device_id=eng.device_id)
+                                         eng.batch_frames, rows=chosen.rows, tokens=chosen.tokens,
+                                         frames=chosen.frames)
+
+            def lane() -> GraphOnnxRuntimeEngine:
+                return GraphOnnxRuntimeEngine(stage1, stage2, buckets=buckets,
+                                              providers=common["providers"], options=common["options"],
+                                              tail_frames=eng.tail_frames, name=backend, device_id=eng.device_id)
+
+            return lane() if workers == 1 else GraphLanes(lane, workers, device_id=eng.device_id)
         if batched is not None:
             return BatchedOnnxRuntimeEngine(batched.stage1, batched.stage2,
                                             max_batch=settings.scheduler.max_batch, **common)

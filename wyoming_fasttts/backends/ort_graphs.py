@@ -28,9 +28,10 @@ is logged and reported (``replay``): fixed shapes still spare it the per-shape r
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -286,6 +287,64 @@ class GraphOnnxRuntimeEngine:
             self.stage1.bindings.clear()
             self.stage2.bindings.clear()
             self._buf.clear()
+
+
+class GraphLanes:
+    """Several graph engines (lanes) side by side, each with its own sessions, buffers and captured graphs,
+    so ``slots`` batches are in flight at once (``scheduler.workers``).
+
+    One lane replays one batch at a time, and a replay of this model leaves most of the GPU idle (a sentence
+    is ~3000 small kernels). Each ONNX Runtime session runs on its own CUDA stream, so while one lane's
+    batch is in stage 2 another's can be in stage 1 or its host alignment step. Each lane holds its own
+    weights and pool: device memory grows with the lanes.
+    """
+
+    def __init__(self, build: Callable[[], GraphOnnxRuntimeEngine], lanes: int, device_id: int = 0) -> None:
+        self._used_before = _device_used(device_id)
+        self._device_id = device_id
+        self.lanes = [build() for _ in range(lanes)]
+        first = self.lanes[0]
+        self.name, self.device, self.max_batch, self.buckets = first.name, first.device, first.max_batch, first.buckets
+        self.slots = lanes
+        self.pool_bytes: int | None = None
+        self._free: queue.SimpleQueue[GraphOnnxRuntimeEngine] = queue.SimpleQueue()
+        for engine in self.lanes:
+            self._free.put(engine)
+
+    @property
+    def replay(self) -> str:
+        return f"{len(self.lanes)} lanes; {self.lanes[0].replay}"
+
+    def warmup(self) -> None:
+        for engine in self.lanes:
+            engine.warmup()
+        used = _device_used(self._device_id) if self._used_before is not None else None
+        if used is not None and self._used_before is not None:
+            self.pool_bytes = used - self._used_before
+
+    def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
+        return [audio for audio, _ in self.synthesize_batch(items)]
+
+    def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
+        return self.synthesize_batch([item])[0]
+
+    def synthesize_batch(self, items: Sequence[SynthesisItem]) -> list[tuple[np.ndarray, np.ndarray]]:
+        engine = self._free.get()  # the scheduler runs at most ``slots`` batches: one is always free
+        try:
+            return engine.synthesize_batch(items)
+        finally:
+            self._free.put(engine)
+
+    def memory(self) -> EngineMemory:
+        memory = self.lanes[0].memory()
+        memory.weights_bytes = sum(engine.memory().weights_bytes or 0 for engine in self.lanes)
+        memory.workspace_bytes = self.pool_bytes
+        memory.extra["lanes"] = float(len(self.lanes))
+        return memory
+
+    def close(self) -> None:
+        for engine in self.lanes:
+            engine.close()
 
 
 def _device_used(device_id: int) -> int | None:
