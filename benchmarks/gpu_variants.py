@@ -1,15 +1,14 @@
-"""Engine-level, on the GPU: what the bucket set, the ONNX Runtime CUDA options and a second lane cost in
-device memory and start-up and buy in replay time, each variant in a process of its own (NVML's reading of
-the device memory the engine took is then the engine's alone).
+"""Engine-level, on the GPU: what the bucket set and ONNX Runtime CUDA's options cost in device memory and
+start-up and buy in replay time, each variant in a process of its own (NVML's reading of the device memory
+the engine took is then the engine's alone; the CUDA context, made first by a one-node session, is apart).
 
     python benchmarks/gpu_variants.py --inputs inputs.json --data-dir D [--runs 40] --out variants.json
 
 Part A: one small bucket set and one with more frame buckets under each option set: the memory per shape and
-what each option saves. Part B: candidate bucket sets for ``engine.buckets`` under the option set that took
-least memory per shape in A: memory, start-up, replay at batch 1 / 8 / 16, and sentences per second of two
-lanes (``GraphLanes``) against one. It writes the candidate that fits ``--budget-mib`` (CUDA context
-included) with the fastest batch 1, with two lanes where they fit and give >= 1.3x the sentences per second,
-as a config file (``--config-out``) for ``gpu_table.py measure --config``.
+what each option saves. Part B: candidate ``engine.buckets`` / ``engine.batch_frames`` under the option set
+that took least memory per shape in A: memory, start-up, replay at batch 1 / 8 / 16 and stage 1 alone. It
+writes the candidate that fits ``--budget-mib`` with the fastest batch 1 (else the smallest) as a config file
+(``--config-out``) for ``gpu_table.py measure --config``.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ import json
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -36,24 +34,24 @@ OPTIONS: dict[str, dict[str, Any]] = {
 }
 SMALL = {"rows": [1, 8], "tokens": [64], "frames": [192]}
 MORE = {"rows": [1, 8], "tokens": [64], "frames": [192, 256, 384]}
+FINE = {"rows": [1, 4, 8, 16], "tokens": [32, 64, 128], "frames": [64, 128, 192, 256, 384, 512, 768]}
 CANDIDATES: dict[str, dict[str, Any]] = {  # engine.buckets and engine.batch_frames; limits appended
-    "r1-4-8-16 t32-64-128 f8 bf2048": {"buckets": {"rows": [1, 4, 8, 16], "tokens": [32, 64, 128],
-                                                   "frames": [64, 128, 192, 256, 384, 512, 768]},
-                                       "batch_frames": 2048},
-    "r1-4-8-16 t64-128 f5 bf4096": {"buckets": {"rows": [1, 4, 8, 16], "tokens": [64, 128],
-                                                "frames": [64, 128, 256, 512]}, "batch_frames": 4096},
-    "r1-8-16 t64 f4 bf4096": {"buckets": {"rows": [1, 8, 16], "tokens": [64], "frames": [128, 256, 512]},
-                              "batch_frames": 4096},
+    "fine bf1024": {"buckets": FINE, "batch_frames": 1024},
+    "r1-4-16 t64-128 f128-256-512 bf1024": {"buckets": {"rows": [1, 4, 16], "tokens": [64, 128],
+                                                        "frames": [128, 256, 512]}, "batch_frames": 1024},
+    "fine bf2048": {"buckets": FINE, "batch_frames": 2048},
+    "r1-8-16 t64 f128-256-512 bf4096": {"buckets": {"rows": [1, 8, 16], "tokens": [64], "frames": [128, 256, 512]},
+                                        "batch_frames": 4096},
 }
 
 
 def one(spec: dict[str, Any]) -> dict[str, Any]:
-    """One engine (or two lanes) in this process: memory, start-up, replay times."""
+    """One engine in this process: memory, start-up, replay times."""
     from wyoming_fasttts.assets import ModelAssets
     from wyoming_fasttts.backends.base import SynthesisItem
     from wyoming_fasttts.backends.buckets import Buckets
     from wyoming_fasttts.backends.onnxruntime import cuda_provider_problem, cuda_providers, session_options
-    from wyoming_fasttts.backends.ort_graphs import GraphLanes, GraphOnnxRuntimeEngine, _device_used
+    from wyoming_fasttts.backends.ort_graphs import GraphOnnxRuntimeEngine, _device_used
     from wyoming_fasttts.graphs.batched import ensure_batched_graphs
 
     data = Path(spec["data_dir"])
@@ -71,20 +69,17 @@ def one(spec: dict[str, Any]) -> dict[str, Any]:
     cpu = spec.get("cpu", False)  # a smoke test of this script on a machine without a GPU
     providers = ["CPUExecutionProvider"] if cpu else cuda_providers(0, spec.get("cuda"))
 
-    def lane() -> GraphOnnxRuntimeEngine:
-        return GraphOnnxRuntimeEngine(graphs.stage1, graphs.stage2, buckets=buckets, providers=providers,
-                                      options=options,
-                                      tail_frames=4, graphs=spec.get("graphs", True))
 
     idle = _device_used(0) or 0
-    assert cpu or cuda_provider_problem(0) is None  # the CUDA context (one-node session), counted apart
+    problem = None if cpu else cuda_provider_problem(0)  # the CUDA context (one-node session), counted apart
     before = _device_used(0) or 0
     start = time.perf_counter()
-    engine: Any = GraphLanes(lane, 2) if spec.get("lanes", 1) == 2 else lane()
+    engine = GraphOnnxRuntimeEngine(graphs.stage1, graphs.stage2, buckets=buckets, providers=providers,
+                                    options=options, tail_frames=4, graphs=spec.get("graphs", True))
     engine.warmup()
     out: dict[str, Any] = {"start_s": round(time.perf_counter() - start, 1),
                            "pool_mib": round(((_device_used(0) or 0) - before) / 2**20),
-                           "context_mib": round((before - idle) / 2**20),
+                           "context_mib": round((before - idle) / 2**20), "probe": problem,
                            "shapes": len(buckets.stage1_shapes()) + len(buckets.stage2_shapes()),
                            "replay": engine.replay}
     for rows in spec.get("batches", [1, 8, 16]):
@@ -95,30 +90,16 @@ def one(spec: dict[str, Any]) -> dict[str, Any]:
             ms.append((time.perf_counter() - t) * 1000)
         out[f"b{rows}_p50"] = round(statistics.median(ms), 2)
         out[f"b{rows}_std"] = round(statistics.pstdev(ms), 2)
-    if isinstance(engine, GraphOnnxRuntimeEngine):  # stage 1 alone, at the shape the sentence lands on
-        for rows in spec.get("batches", [1, 8, 16]):
-            shape = (buckets.row_bucket(rows), buckets.token_bucket(len(sentence.ids) + 2))
-            engine.run([sentence] * rows)
-            ms = []
-            for _ in range(spec["runs"]):
-                t = time.perf_counter()
-                engine.stage1.run(shape)
-                ms.append((time.perf_counter() - t) * 1000)
-            out[f"b{rows}_stage1_p50"] = round(statistics.median(ms), 2)
-    for rows in spec.get("throughput", []):  # sentences/s with `slots` threads feeding batches of `rows`
-        count = spec["runs"]
-
-        def feed(rows: int = rows, count: int = count) -> None:
-            for _ in range(count):
-                engine.run([sentence] * rows)
-
-        threads = [threading.Thread(target=feed) for _ in range(engine.slots)]
-        t = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        out[f"b{rows}_sentences_per_s"] = round(rows * count * engine.slots / (time.perf_counter() - t), 1)
+    for rows in spec.get("batches", [1, 8, 16]):  # stage 1 alone, at the shape the sentence lands on
+        shape = (buckets.row_bucket(rows), buckets.token_bucket(len(sentence.ids) + 2))
+        engine.run([sentence] * rows)
+        ms = []
+        for _ in range(spec["runs"]):
+            t = time.perf_counter()
+            engine.stage1.run(shape)
+            ms.append((time.perf_counter() - t) * 1000)
+        out[f"b{rows}_stage1_p50"] = round(statistics.median(ms), 2)
+        out[f"b{rows}_sentences_per_s"] = round(1000 * rows / out[f"b{rows}_p50"], 1)
     engine.close()
     return out
 
@@ -139,7 +120,7 @@ def main() -> None:
     parser.add_argument("--inputs")
     parser.add_argument("--data-dir")
     parser.add_argument("--runs", type=int, default=40)
-    parser.add_argument("--budget-mib", type=float, default=1430, help="context + engine (issue 13: 1.5 GB)")
+    parser.add_argument("--budget-mib", type=float, default=1430, help="engine, CUDA context apart (issue 13: 1.5 GB)")
     parser.add_argument("--out", default="gpu_variants.json", help="the report; part B adds to part A's")
     parser.add_argument("--part", choices=("A", "B", "all"), default="all")
     parser.add_argument("--config-out", default="best.yaml")
@@ -176,22 +157,14 @@ def main() -> None:
     cuda = OPTIONS[report["options"]["chosen"]].get("cuda", {})
     fits = {}
     for name, candidate in CANDIDATES.items():
-        row = spawn({**base, **candidate, "cuda": cuda, "throughput": [8, 16]}, 240)
+        row = spawn({**base, **candidate, "cuda": cuda}, 240)
         report["B"][name] = row
         print(f"B {name}: {row}", flush=True)
-        if row.get("pool_mib", 1e9) + row.get("context_mib", 0) <= args.budget_mib:
+        if row.get("pool_mib", 1e9) <= args.budget_mib:
             fits[name] = row
     pick = min(fits, key=lambda k: fits[k]["b1_p50"]) if fits else \
         min(report["B"], key=lambda k: report["B"][k].get("pool_mib", 1e9))
-    lanes = spawn({**base, **CANDIDATES[pick], "cuda": cuda, "lanes": 2, "batches": [1], "throughput": [8, 16]},
-                  240)
-    report["B"][f"{pick}, 2 lanes"] = lanes
-    print(f"B {pick}, 2 lanes: {lanes}", flush=True)
-    one_lane = report["B"][pick].get("b8_sentences_per_s", 0)
-    fits_two = lanes.get("pool_mib", 1e9) + lanes.get("context_mib", 0) <= args.budget_mib
-    two = fits_two and lanes.get("b8_sentences_per_s", 0) >= 1.3 * one_lane
-    config = {"engine": {**CANDIDATES[pick], "cuda_provider_options": {**cuda}},
-              "scheduler": {"workers": 2 if two else 1}}
+    config = {"engine": {**CANDIDATES[pick], "cuda_provider_options": {**cuda}}}
     report["chosen"] = {"buckets": pick, "config": config}
     Path(args.config_out).write_text(json.dumps(config))  # JSON is YAML
     out.write_text(json.dumps(report, indent=1))

@@ -1,32 +1,35 @@
 #!/usr/bin/env bash
 # One H200 session (device tool), as run for issue 13: unpack the carried wheels and model, then
 #   A: doctor the way a GPU user following the README runs it (one ONNX Runtime: onnxruntime-gpu), then the
-#      engine-level replay benchmark (benchmarks/gpu_replay.py);
+#      engine-level replay benchmark (benchmarks/gpu_replay.py); ID: install and doctor only;
 #   V, W: engine-level variants (benchmarks/gpu_variants.py part A: memory per shape under ONNX Runtime's
-#      options; part B: candidate bucket sets and two lanes), W writes the chosen config to /tmp/best.yaml;
+#      options; part B: candidate bucket sets), W writes the chosen config to /tmp/best.yaml;
 #   B, C: our server vs eager in one process (benchmarks/gpu_table.py), run 1 (with WAVs for the ear), run 2;
 #      BC: both. With CONFIG=FILE the server runs with that config (e.g. CONFIG=/tmp/best.yaml).
-# (I: install only.) The pack: wheels (onnxruntime-gpu, the text front end, kokoro), the model, the voices.
-# usage: bash benchmarks/h200_session.sh I|A|V|W|B|C|BC CODE_DIR    (chunks of the pack in /opt/pack/chunks)
+# (I: install only.) The pack: wheels (onnxruntime-gpu, the text front end, kokoro), the model, the voices;
+# more wheels and voices may lie in CODE_DIR/../extra/ and CODE_DIR/../extra/voices/.
+# usage: bash benchmarks/h200_session.sh I|ID|A|V|W|B|C|BC CODE_DIR    (the pack's chunks in /opt/pack/chunks)
 set -uo pipefail
 step=$1 code=$2 pack=/opt/pack data=$HOME/.local/share/wyoming-fasttts
 export PYTHONUNBUFFERED=1 PYTHONPATH=$pack/site
 log="$OUT"/$step.log
-if [ "$step" = A ] || [ "$step" = I ]; then
+if [ "$step" = A ] || [ "$step" = I ] || [ "$step" = ID ]; then
   (cat $pack/chunks/chunk.* | tar -C $pack -xf - && cd $pack && sha256sum -c data/sha) 2>&1 | tee -a "$log"
   python3 -m pip uninstall -y -q onnxruntime 2>&1 | tail -1     # the image's CPU build: a user's venv has one ORT
   python3 -m pip install -q --no-index --no-deps --no-compile --target $pack/site $pack/wheels/*.whl 2>&1 | tail -2
   python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /opt/user "$code" 2>&1 | tail -2
   mkdir -p "$data/voices" && cp $pack/data/kokoro-v1.0.int8.onnx $pack/data/vocab.json "$data/" \
     && cp $pack/data/voices/* "$data/voices/"
-  [ -d "$code/../extra" ] && python3 -m pip install -q --no-index --no-deps --target $pack/site "$code"/../extra/*.whl \
-    && cp "$code"/../extra/voices/*.bin "$data/voices/"
+  compgen -G "$code/../extra/*.whl" >/dev/null \
+    && python3 -m pip install -q --no-index --no-deps --target $pack/site "$code"/../extra/*.whl
+  [ -d "$code/../extra/voices" ] && cp "$code"/../extra/voices/*.bin "$data/voices/"
   nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv 2>&1 | tee -a "$log"
   python3 -c 'import onnxruntime as o, torch; print("ORT", o.__version__, o.get_available_providers(), "torch", torch.__version__)' 2>&1 | tee -a "$log"
   [ "$step" = I ] && exit 0
   echo "== doctor (README: pip install '.[gpu,export]'; wyoming-fasttts doctor)" | tee -a "$log"
   (cd /tmp && PYTHONPATH=/opt/user:$pack/site timeout 300 /opt/user/bin/wyoming-fasttts doctor) 2>&1 \
     | grep -v -E 'Warning|warn\(|No registered plugin|^\s*$' | tee -a "$log"
+  [ "$step" = ID ] && exit 0
   echo "== gpu_replay" | tee -a "$log"
   (cd "$code" && timeout 200 python3 benchmarks/gpu_replay.py --inputs inputs.json --data-dir "$data" --runs 200 \
      --out "$OUT"/replay.json) 2>&1 | grep -v Warning | tee -a "$log"

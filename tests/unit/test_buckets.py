@@ -9,9 +9,14 @@ from onnx import TensorProto, helper
 
 from wyoming_fasttts.backends.base import EngineError, SynthesisItem
 from wyoming_fasttts.backends.buckets import Buckets, bucket_feeds, stage2_groups
+from wyoming_fasttts.config import load_settings
 from wyoming_fasttts.graphs.cuda_fixes import replace_atan
 
 DEFAULT = Buckets.for_limits(max_batch=16, max_tokens=510, max_frames=1024, batch_frames=2048)
+_ENGINE = load_settings().engine
+SHIPPED = Buckets.for_limits(16, _ENGINE.max_tokens, _ENGINE.max_frames, _ENGINE.batch_frames,
+                             rows=_ENGINE.buckets.rows, tokens=_ENGINE.buckets.tokens, frames=_ENGINE.buckets.frames)
+"""What onnxruntime-cuda runs with the shipped defaults.yaml (engine.buckets)."""
 
 
 def test_default_buckets_cover_the_limits() -> None:
@@ -23,24 +28,35 @@ def test_default_buckets_cover_the_limits() -> None:
         DEFAULT.frame_bucket(1025)
 
 
+def test_chosen_steps_end_at_the_limits() -> None:
+    """engine.buckets: steps above a limit are dropped and the limit itself is always a bucket, so every
+    sentence the engine accepts still has one."""
+    assert SHIPPED.rows == (1, 4, 8, 16) and SHIPPED.tokens == (32, 64, 128, 512)
+    assert SHIPPED.frames == (64, 128, 192, 256, 384, 512, 768, 1024)
+    small = Buckets.for_limits(8, 100, 300, 512, rows=[16, 4, 1], tokens=[64, 32, 200], frames=[256, 64, 512])
+    assert (small.rows, small.tokens, small.frames) == ((1, 4, 8), (32, 64, 102), (64, 256, 300))
+    assert small.token_bucket(102) == 102 and small.row_bucket(5) == 8
+
+
+@pytest.mark.parametrize("buckets", [DEFAULT, SHIPPED], ids=["derived", "shipped"])
 @pytest.mark.parametrize("seed", range(20))
-def test_every_stage2_call_is_a_warmed_shape_within_batch_frames(seed: int) -> None:
+def test_every_stage2_call_is_a_warmed_shape_within_batch_frames(seed: int, buckets: Buckets) -> None:
     """Random batches: stage 1's shape and each stage-2 call's (rows, tokens, frames) are among the shapes
     warmed at start-up, each row is rendered once, and no call exceeds batch_frames."""
     rng = np.random.default_rng(seed)
     rows = int(rng.integers(1, 17))
     lengths = rng.integers(1, 200, rows)
     items = [SynthesisItem(np.ones(n, np.int64), np.zeros(256, np.float32)) for n in lengths]
-    feeds, real = bucket_feeds(items, DEFAULT)
+    feeds, real = bucket_feeds(items, buckets)
     b, t = feeds["tokens"].shape
-    assert (b, t) in DEFAULT.stage1_shapes() and real == rows
+    assert (b, t) in buckets.stage1_shapes() and real == rows
     # every token lasts >= 1 frame; long pauses make some rows much longer than their tokens
     frames = np.minimum(lengths + 2 + rng.integers(0, 6, rows) * lengths, 1024)
-    warmed = set(DEFAULT.stage2_shapes())
+    warmed = set(buckets.stage2_shapes())
     seen: list[int] = []
-    for group, gb, f in stage2_groups(frames, t, DEFAULT):
+    for group, gb, f in stage2_groups(frames, t, buckets):
         assert (gb, t, f) in warmed
-        assert len(group) <= gb and gb * f <= DEFAULT.batch_frames and frames[group].max() <= f
+        assert len(group) <= gb and gb * f <= buckets.batch_frames and frames[group].max() <= f
         seen += group.tolist()
     assert sorted(seen) == list(range(rows))
 

@@ -21,10 +21,18 @@ def _user_file(tmp_path: Path, text: str) -> Path:
     ("scheduler:\n  max_batch: true\n", "scheduler.max_batch"),
     ("engine:\n  threads: '2'\n", "engine.threads"),
     ("voice:\n  speed: fast\n", "voice.speed"),
+    ("engine:\n  buckets:\n    rows: ['4']\n", "engine.buckets.rows[0]"),
+    ("engine:\n  cuda_provider_options:\n    cudnn_conv_use_max_workspace: 0\n",
+     "engine.cuda_provider_options[...]"),
 ])
 def test_a_value_of_the_wrong_type_is_a_config_error_naming_the_setting(tmp_path: Path, text: str, where: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(f"setting {where}:")):
         load_settings(_user_file(tmp_path, text))
+
+
+def test_a_bucket_step_below_one_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=re.escape("engine.buckets.frames must be positive")):
+        load_settings(_user_file(tmp_path, "engine:\n  buckets:\n    frames: [0, 64]\n"))
 
 
 def test_an_unknown_setting_is_refused(tmp_path: Path) -> None:

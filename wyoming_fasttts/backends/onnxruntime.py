@@ -86,14 +86,13 @@ def cuda_providers(device_id: int, options: Mapping[str, str] | None = None) -> 
 
 def cuda_provider_problem(device_id: int = 0) -> str | None:
     """None when ONNX Runtime runs a session on CUDA here, else why not (a one-node graph, ~1 s)."""
-    import onnx
     from onnx import TensorProto, helper
 
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "probe",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = min(model.ir_version, onnx.IR_VERSION)
+    model.ir_version = 10  # what every ONNX Runtime since 1.16 reads (a newer onnx writes one ORT may refuse)
     try:
         session = ort.InferenceSession(model.SerializeToString(), providers=cuda_providers(device_id))
     except Exception as err:  # every failure here is the answer, not a crash
@@ -246,19 +245,15 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
         batched = _batched_graphs(settings, assets, required=eng.batched == "always")
         if batched is not None and cuda:
             from .buckets import Buckets
-            from .ort_graphs import GraphLanes, GraphOnnxRuntimeEngine
+            from .ort_graphs import GraphOnnxRuntimeEngine
 
-            chosen, stage1, stage2 = eng.buckets, batched.stage1, batched.stage2
+            chosen = eng.buckets
             buckets = Buckets.for_limits(settings.scheduler.max_batch, eng.max_tokens, eng.max_frames,
                                          eng.batch_frames, rows=chosen.rows, tokens=chosen.tokens,
                                          frames=chosen.frames)
-
-            def lane() -> GraphOnnxRuntimeEngine:
-                return GraphOnnxRuntimeEngine(stage1, stage2, buckets=buckets,
-                                              providers=common["providers"], options=common["options"],
-                                              tail_frames=eng.tail_frames, name=backend, device_id=eng.device_id)
-
-            return lane() if workers == 1 else GraphLanes(lane, workers, device_id=eng.device_id)
+            return GraphOnnxRuntimeEngine(batched.stage1, batched.stage2, buckets=buckets,
+                                          providers=common["providers"], options=common["options"],
+                                          tail_frames=eng.tail_frames, name=backend, device_id=eng.device_id)
         if batched is not None:
             return BatchedOnnxRuntimeEngine(batched.stage1, batched.stage2,
                                             max_batch=settings.scheduler.max_batch, **common)

@@ -28,10 +28,9 @@ is logged and reported (``replay``): fixed shapes still spare it the per-shape r
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +97,12 @@ class _Stage:
         io, options = self.bindings[shape]
         self.session.run_with_iobinding(io, options)
 
+    def outputs(self, shape: tuple[int, ...]) -> list[np.ndarray]:
+        """The outputs of the last run at ``shape``, copied to the host at their bound size (not the whole
+        flat buffer: for one sentence a few hundred kB instead of the largest bucket's ~5 MB of audio)."""
+        arrays: list[np.ndarray] = self.bindings[shape][0].copy_outputs_to_cpu()
+        return arrays
+
 
 _NUMPY = {"tensor(float)": np.float32, "tensor(int64)": np.int64}
 
@@ -154,16 +159,22 @@ class GraphOnnxRuntimeEngine:
         dims1 = {(b, t): self._dims(b, t, 1) for b, t in self.shapes1}
         dims2 = {(b, t, f): self._dims(b, t, f) for b, t, f in self.shapes2}
         largest = {name: max(int(np.prod(d[name])) for d in (*dims1.values(), *dims2.values()) if name in d)
-                   for name in _DTYPES}
+                   for name in _DTYPES if name != "alignment"}
         where = "cuda" if cuda else "cpu"
         self._buf = {name: ort.OrtValue.ortvalue_from_shape_and_type([n], _DTYPES[name], where, device_id)
                      for name, n in largest.items()}
+        # The alignment is the one large input written per request: each stage-2 shape has its own buffer of
+        # exactly its size, so a request copies its (rows, tokens, frames), not the largest bucket's (~4 MB).
+        self._alignment = {shape: ort.OrtValue.ortvalue_from_shape_and_type(list(shape), np.float32, where,
+                                                                            device_id) for shape in dims2}
         self._host: dict[str, np.ndarray] = {name: np.zeros(largest[name], _DTYPES[name]) for name in _FROM_HOST}
-        self.buffer_bytes = sum(n * np.dtype(_DTYPES[k]).itemsize for k, n in largest.items())
+        self.buffer_bytes = sum(n * np.dtype(_DTYPES[k]).itemsize for k, n in largest.items()) + \
+            sum(4 * int(np.prod(shape)) for shape in dims2)
         for shape1, dims in dims1.items():
             self.stage1.bind(shape1, {k: (self._buf[k], dims[k]) for k in _STAGE1}, _STAGE1[4:])
         for shape2, dims in dims2.items():
-            self.stage2.bind(shape2, {k: (self._buf[k], dims[k]) for k in _STAGE2}, _STAGE2[5:])
+            tensors = {k: (self._buf[k], dims[k]) for k in _STAGE2[1:]}
+            self.stage2.bind(shape2, {"alignment": (self._alignment[shape2], shape2), **tensors}, _STAGE2[5:])
         self.warmup_s = 0.0
         _LOGGER.info("ONNX Runtime %s %s: %d stage-1 and %d stage-2 bucket shapes, %.0f MB of I/O buffers; "
                      "%s", ort.__version__, self.device, len(dims1), len(dims2), self.buffer_bytes / 1e6, self.replay)
@@ -226,7 +237,7 @@ class GraphOnnxRuntimeEngine:
         for b, t, f in self.shapes2:
             aligned = np.zeros((b, t, f), np.float32)
             aligned[:, np.arange(t), np.arange(t) * f // t] = 1.0
-            self._put("alignment", aligned)
+            self._alignment[(b, t, f)].update_inplace(aligned)
             self._put("frames", np.full(b, f, np.int64))
             stage.run((b, t, f))
 
@@ -268,11 +279,10 @@ class GraphOnnxRuntimeEngine:
         aligned = np.zeros((b, tokens, f), np.float32)
         for j, row in enumerate(fill):
             aligned[j, :len(counts[row]), :frames[row]] = alignment(counts[row])[0]
-        self._put("alignment", aligned)
+        self._alignment[(b, tokens, f)].update_inplace(aligned)
         self._put("frames", frames[fill])
         self.stage2.run((b, tokens, f))
-        audio = self._get("audio", (b, f * SAMPLES_PER_FRAME))
-        lengths = self._get("audio_lengths", (b,))
+        audio, lengths = self.stage2.outputs((b, tokens, f))
         return [audio[j, :lengths[j]].copy() for j in range(len(group))]
 
     def memory(self) -> EngineMemory:
@@ -287,64 +297,7 @@ class GraphOnnxRuntimeEngine:
             self.stage1.bindings.clear()
             self.stage2.bindings.clear()
             self._buf.clear()
-
-
-class GraphLanes:
-    """Several graph engines (lanes) side by side, each with its own sessions, buffers and captured graphs,
-    so ``slots`` batches are in flight at once (``scheduler.workers``).
-
-    One lane replays one batch at a time, and a replay of this model leaves most of the GPU idle (a sentence
-    is ~3000 small kernels). Each ONNX Runtime session runs on its own CUDA stream, so while one lane's
-    batch is in stage 2 another's can be in stage 1 or its host alignment step. Each lane holds its own
-    weights and pool: device memory grows with the lanes.
-    """
-
-    def __init__(self, build: Callable[[], GraphOnnxRuntimeEngine], lanes: int, device_id: int = 0) -> None:
-        self._used_before = _device_used(device_id)
-        self._device_id = device_id
-        self.lanes = [build() for _ in range(lanes)]
-        first = self.lanes[0]
-        self.name, self.device, self.max_batch, self.buckets = first.name, first.device, first.max_batch, first.buckets
-        self.slots = lanes
-        self.pool_bytes: int | None = None
-        self._free: queue.SimpleQueue[GraphOnnxRuntimeEngine] = queue.SimpleQueue()
-        for engine in self.lanes:
-            self._free.put(engine)
-
-    @property
-    def replay(self) -> str:
-        return f"{len(self.lanes)} lanes; {self.lanes[0].replay}"
-
-    def warmup(self) -> None:
-        for engine in self.lanes:
-            engine.warmup()
-        used = _device_used(self._device_id) if self._used_before is not None else None
-        if used is not None and self._used_before is not None:
-            self.pool_bytes = used - self._used_before
-
-    def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
-        return [audio for audio, _ in self.synthesize_batch(items)]
-
-    def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
-        return self.synthesize_batch([item])[0]
-
-    def synthesize_batch(self, items: Sequence[SynthesisItem]) -> list[tuple[np.ndarray, np.ndarray]]:
-        engine = self._free.get()  # the scheduler runs at most ``slots`` batches: one is always free
-        try:
-            return engine.synthesize_batch(items)
-        finally:
-            self._free.put(engine)
-
-    def memory(self) -> EngineMemory:
-        memory = self.lanes[0].memory()
-        memory.weights_bytes = sum(engine.memory().weights_bytes or 0 for engine in self.lanes)
-        memory.workspace_bytes = self.pool_bytes
-        memory.extra["lanes"] = float(len(self.lanes))
-        return memory
-
-    def close(self) -> None:
-        for engine in self.lanes:
-            engine.close()
+            self._alignment.clear()
 
 
 def _device_used(device_id: int) -> int | None:
@@ -363,4 +316,4 @@ _STAGE2 = ("alignment", "d", "t_en", "style", "frames", "audio", "audio_lengths"
 _DTYPES: dict[str, type] = {"tokens": np.int64, "lengths": np.int64, "style": np.float32, "speed": np.float32,
                             "durations": np.float32, "d": np.float32, "t_en": np.float32, "alignment": np.float32,
                             "frames": np.int64, "audio": np.float32, "audio_lengths": np.int64}
-_FROM_HOST = ("tokens", "lengths", "style", "speed", "alignment", "frames", "d", "t_en")
+_FROM_HOST = ("tokens", "lengths", "style", "speed", "frames", "d", "t_en")
