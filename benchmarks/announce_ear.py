@@ -39,6 +39,13 @@ REPLIES = [
     "检测到厨房的燃气浓度超过了安全标准。请立即开窗通风并关闭燃气阀门。",
     "您的快递已经放在小区东门的快递柜里了。取件码是三五八二，请尽快取件。",
     "扫地机器人已经完成了客厅和卧室的清扫。本次清扫用时四十二分钟，清扫面积六十五平方米。",
+    # Added 2026-12-01 (second session) before the ear ran on them, for a tighter bound than six replies give.
+    "主卧的空调已经调到二十六度并切换为睡眠模式。祝您晚安。",
+    "今天下午三点有一个关于年度预算的部门会议。会议地点在三楼的大会议室，请提前十分钟到场。",
+    "前门的智能门锁刚才被您的家人用指纹打开了。目前门已经重新上锁。",
+    "根据您设置的自动化规则，所有窗帘将在日落时自动关闭。今天的日落时间是下午五点十二分。",
+    "好的，音乐已经暂停。需要的时候随时叫我。",
+    "热水器里的水已经加热到您设定的五十五度了。现在可以洗澡了。",
 ]
 
 
@@ -49,16 +56,18 @@ def _server(name: str, config: str | None, logs: Path):
     return start(name, cmd, port, logs)
 
 
-def _score(uri: str, sent: list[str], references: list[str]) -> tuple[float, list[dict]]:
-    """Pooled error rate of what ``uri`` said for ``sent``, judged against ``references``."""
+def _score(uri: str, sent: list[str], references: list[str], voices: tuple[str | None, ...] = (None,)
+           ) -> tuple[float, list[dict]]:
+    """Pooled error rate of what ``uri`` said for ``sent`` in each of ``voices``, judged against ``references``."""
     edits = total = 0.0
     rows = []
-    for text, ref in zip(sent, references, strict=True):
-        heard = transcribe(bytes(asyncio.run(say(uri, text)).pcm))
-        n = len(_syllables(ref))
-        rate = pinyin_error_rate(ref, heard)
-        edits, total = edits + rate * n, total + n
-        rows.append({"sent": text, "reference": ref, "heard": heard, "error": round(rate, 4)})
+    for voice in voices:
+        for text, ref in zip(sent, references, strict=True):
+            heard = transcribe(bytes(asyncio.run(say(uri, text, voice=voice)).pcm))
+            n = len(_syllables(ref))
+            rate = pinyin_error_rate(ref, heard)
+            edits, total = edits + rate * n, total + n
+            rows.append({"voice": voice, "sent": text, "reference": ref, "heard": heard, "error": round(rate, 4)})
     return edits / max(1, total), rows
 
 
@@ -67,6 +76,8 @@ def main() -> int:
     parser.add_argument("--set", default=str(ROOT / "tests/unit/text/data/announce_holdout.tsv"))
     parser.add_argument("--out", default="out/announce-ear")
     parser.add_argument("--part", choices=("both", "set", "replies"), default="both", help="which comparison to run")
+    parser.add_argument("--voices", nargs="+", default=[None],
+                        help="replies: speak them in each of these voices (more syllables, a tighter bound)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -83,10 +94,10 @@ def main() -> int:
             rates["raw"], rows["raw"] = _score(ours.uri, [c.text for c in cases], spoken)
             rates["spoken"], rows["spoken"] = _score(ours.uri, spoken, spoken)
         if args.part in ("both", "replies"):
-            rates["cut"], rows["cut"] = _score(ours.uri, REPLIES, REPLIES)
+            rates["cut"], rows["cut"] = _score(ours.uri, REPLIES, REPLIES, tuple(args.voices))
             ours.stop()
             plain = _server("fasttts-nocut", str(nocut), out / "logs")
-            rates["no_cut"], rows["no_cut"] = _score(plain.uri, REPLIES, REPLIES)
+            rates["no_cut"], rows["no_cut"] = _score(plain.uri, REPLIES, REPLIES, tuple(args.voices))
     finally:
         ours.stop()
         if plain:
@@ -96,8 +107,8 @@ def main() -> int:
                                                         encoding="utf-8")
     labels = {"raw": (f"{Path(args.set).name} as written (our front end)", len(cases)),
               "spoken": ("the same, sent as the expected spoken forms", len(cases)),
-              "cut": ("replies, first-chunk cut (default config)", len(REPLIES)),
-              "no_cut": ("the same replies, no cut (first_clause_chars: 0)", len(REPLIES))}
+              "cut": ("replies, first-chunk cut (default config)", len(REPLIES) * len(args.voices)),
+              "no_cut": ("the same replies, no cut (first_clause_chars: 0)", len(REPLIES) * len(args.voices))}
     print("| input | texts | ear error (toneless pinyin) |\n|---|---|---|")
     for key, rate in rates.items():
         print(f"| {labels[key][0]} | {labels[key][1]} | {rate:.2%} |")

@@ -20,12 +20,17 @@ class Case:
 
 
 def load_cases(path: str | Path) -> list[Case]:
-    """Rows of category, text, spoken form and (not in the announcement sets) pinyin."""
+    """Rows of category, text, spoken form and (not in the announcement sets) pinyin.
+
+    A row is one line, so a text column writes a line break (a Home Assistant notification's title on its
+    own line, a bullet list) as the two characters ``\\n``.
+    """
     cases = []
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
             category, text, spoken, *pinyin = line.split("\t")
-            cases.append(Case(category, text, spoken, tuple(pinyin[0].split()) if pinyin else ()))
+            cases.append(Case(category, text.replace("\\n", "\n"), spoken,
+                              tuple(pinyin[0].split()) if pinyin else ()))
     return cases
 
 

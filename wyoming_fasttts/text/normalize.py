@@ -63,7 +63,7 @@ class _Rules:
             (re.compile(r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])"), self._ip),
             (re.compile(r"(?<![\d.])\d+(?:\.\d+)+(?![\d.])"), self._version),
             (re.compile(r"(?<!\d)(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})(?![\d.])(?:\s*[日号])?"), self._ymd),
-            (re.compile(r"(?:(?<=[日号])\s*[-~]\s*(?=\d{1,2}月)|(?:(?<=[%‰])|(?<=°C))\s*[-~]\s*(?=\d))"),
+            (re.compile(r"(?:(?<=[日号])\s*[-~]\s*(?=\d{1,2}月)|(?:(?<=[%‰])|(?<=°C)|(?<=\d[千万亿]))\s*[-~]\s*(?=\d))"),
              lambda m: "到"),
             (re.compile(r"(?<!\d)(\d{1,2})月(\d{1,2})(?=[日号])"), self._md),
             (re.compile(r"(?<![\d./])(\d{1,2})/(\d{1,2})(?![\d/])"), self._month_day),
@@ -80,7 +80,8 @@ class _Rules:
             (re.compile(rf"((?:{ratio})(?:是|为)?\s*)(\d+)\s*[:：]\s*(\d+)"), self._ratio),
             (re.compile(pair + r"(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?(?![\d:])(\s*[-~至]\s*(?=\d{1,2}[:：]\d{2}))?"),
              self._clock),
-            (re.compile(pair + r"(\d+)[:：](\d+)(?![\d:])"), self._ratio),
+            # A bare ratio never starts on a digit of a Latin name (CO2：1350ppm is a reading after a colon).
+            (re.compile(pair + r"(?<![A-Za-z])(\d+)[:：](\d+)(?![\d:])"), self._ratio),
             (re.compile(rf"\s*([{compare}])\s*(?=[-\d])"), lambda m: self.d["compare_symbols"][m[1]]),
             (re.compile(r"(?<=\d)\+(?!\s*\d)"), lambda m: "加"),
             (re.compile(rf"(-?)({money})\s*(\d(?:\d|,(?=\d{{3}}))*(?:\.\d+)?)(万|亿)?"), self._money),
@@ -153,6 +154,8 @@ class _Rules:
     def _clock(self, m: re.Match[str]) -> str:
         h, mi, s, until = m.groups()
         if int(h) > 24 or int(mi) > 59 or (s and int(s) > 59):
+            if re.search(r"[A-Za-z]$", m.string[: m.start()]):
+                return m[0]  # PM10：85: a name's digits, then a reading after the colon
             return f"{cardinal(h)}比{cardinal(mi)}" + (f"比{cardinal(s)}" if s else "")
         out = cardinal(h, liang=True) + "点"
         s = s if s and int(s) else None  # 09:00:00 is 九点
@@ -160,7 +163,7 @@ class _Rules:
             out += ("零" if mi.startswith("0") and int(mi) else "") + cardinal(mi) + "分"
         if s:
             out += ("零" if s.startswith("0") and int(s) else "") + cardinal(s) + "秒"
-        return out + ("到" if until else "")
+        return out + (("至" if "至" in until else "到") if until else "")
 
     def _money(self, m: re.Match[str]) -> str:
         sign, symbol, amount, big = m.groups()

@@ -58,15 +58,17 @@ def test_expected_pinyin_has_one_syllable_per_character(name):
         assert len(han) == len(case.pinyin), case.text
 
 
-# Announcement sets (issue 15): spoken form only. announce.tsv was tuned on; announce_holdout.tsv was written
-# after the tuning (its first-run score is in docs/TEXT.md). The issue's bar for them is 98 %.
+# Announcement sets (issue 15): spoken form only. announce.tsv was tuned on; announce_holdout.tsv and then
+# announce_holdout2.tsv were written after the tuning (first-run scores in docs/TEXT.md). The issue's bar
+# for them is 98 %.
 ANNOUNCE_GOAL = 0.98
+ANNOUNCE_MIN = {"announce.tsv": 250, "announce_holdout.tsv": 60, "announce_holdout2.tsv": 160}
 
 
-@pytest.mark.parametrize("name", ("announce.tsv", "announce_holdout.tsv"))
+@pytest.mark.parametrize("name", ANNOUNCE_MIN)
 def test_announcement_sets_meet_goal(name):
     cases = load_cases(DATA / name)
-    assert len(cases) >= (250 if name == "announce.tsv" else 60)
+    assert len(cases) >= ANNOUNCE_MIN[name]
     result = score_normalize(cases, normalize)
     assert result.share >= ANNOUNCE_GOAL, _report(result.misses)
 

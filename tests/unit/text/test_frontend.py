@@ -51,6 +51,25 @@ def test_announcement_text_keeps_everything_the_user_wrote():
     assert normalize("电价0.5元/度，停车10元/小时") == "电价五角每度，停车十元每小时"
 
 
+def test_announcement_rules_from_the_second_held_out_set():
+    """General rules for announce_holdout2.tsv's first-run misses, checked on sentences outside the sets."""
+    # A line break is a pause; none is added after a mark or at the end.
+    assert normalize("车库门\n已关闭") == "车库门，已关闭"
+    assert normalize("提醒。\r\n明天交电费\n") == "提醒。明天交电费"
+    # A digit glued to a Latin name does not start a ratio after a colon; a cued or bare ratio still reads 比.
+    assert normalize("PM10：85μg/m³") == "PM十，八十五微克每立方米"
+    assert normalize("比分3：1") == "比分三比一"
+    # 至 written between clock times stays; only the range symbols read 到.
+    assert normalize("9:00至18:00") == "九点至十八点"
+    assert normalize("9:00-18:00") == "九点到十八点"
+    # A range whose ends carry 千/万/亿 reads 到, not 负.
+    assert normalize("年薪20万-30万") == "年薪二十万到三十万"
+    # Dialled after 拨, and 114 is a service number; a room after 会议室 or 办公室 is read digit by digit.
+    assert normalize("请拨96777") == "请拨九六七七七"
+    assert normalize("号码查询114") == "号码查询幺幺四"
+    assert normalize("办公室503有人") == "办公室五零三有人"
+
+
 def test_phonemize_is_built_from_pinyin():
     from misaki.zh import ZHG2P
 
