@@ -10,12 +10,14 @@ for frames): a row padded with zeros to a longer T or F computes what it compute
 norm statistics; docs/BATCHING.md), and the audio past a row's end is cut off by ``audio_lengths``. Extra
 rows (to reach a bucket's row count) repeat the first row and are dropped afterwards.
 
-Rows are powers of two up to ``max_batch``; tokens (pads included) powers of four (32, 128, 512); frames in
-steps of about sqrt(2). Every shape costs start-up time (ONNX Runtime CUDA plans each new shape, ~0.2 s on an
-H200, then captures it) and device memory: on an H200 (2026-12-01, docs/BENCHMARKS.md) 105 shapes took 4.8 GiB
-and 181 shapes (tokens in powers of two, the arena grown by request) 10.0 GiB, for 5 ms less per request
-(stage 1's LSTMs step through every token slot, so a token bucket far above the sentence costs stage-1
-time). These steps are the trade.
+Derived (``for_limits`` without chosen steps, as TensorRT uses them): rows are powers of two up to
+``max_batch``; tokens (pads included) powers of four (32, 128, 512); frames in steps of about sqrt(2). ONNX
+Runtime CUDA takes ``engine.buckets`` (shipped: rows 1, 4, 8, 16; tokens 32, 64, 128, 512; frames 64 ... 1024).
+Every shape costs start-up time (ONNX Runtime CUDA plans each new shape, then captures it) and ~12 MiB of
+device memory on an H200; the arena behind them is sized by the largest rows x frames one stage-2 call may
+take (``batch_frames``: 2048 -> ~4.5 GiB, 1024 -> ~2.7-4.2 GiB). A token bucket far above the sentence costs
+stage-1 time (its LSTMs step through every slot): the 64 bucket took the benchmark sentence from 26.8 to
+22-24 ms (2026-12-01, docs/BENCHMARKS.md). These steps are the trade.
 """
 
 from __future__ import annotations

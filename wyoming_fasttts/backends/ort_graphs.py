@@ -11,14 +11,17 @@ every input and output sits at the same device address on every replay and no no
   per-row lengths);
 * every tensor has one flat device buffer sized for its largest bucket, and each shape's I/O binding views
   its start at that shape (replays run one after another, so they share); stage 2 reads stage 1's d, t_en
-  and style where they lie (only tokens, durations, alignment and audio cross the bus);
+  and style where they lie (only tokens, durations, alignment and audio cross the bus); the alignment has a
+  buffer of exactly each stage-2 shape's size and the audio is read back at its bound size, so a request
+  moves its own bytes, not the largest bucket's (~4 + 5 MB: ~3 ms of a request on an H200 host);
 * at start-up every shape runs twice (ONNX Runtime captures on the second run), so a request only replays;
 * stage 2 is kept whole on the GPU (``graphs.cuda_fixes``): its Atan has no CUDA kernel, and a Clip bound
   computed from a shape needed a host copy, which made ONNX Runtime refuse capture (measured on an H200).
 
 Measured there (2026-12-01, docs/BENCHMARKS.md): the benchmark sentence in 26.8 ms (std 0.13 ms) against
-62.2 ms (std 11 ms) for the same engine without graphs. Device memory grows with the number of shapes
-(4.8 GiB at the default buckets); ``memory`` reports what the engine took by the end of warm-up.
+62.2 ms (std 11 ms) for the same engine without graphs; 22.1 ms at the shipped buckets. Device memory is
+mostly the arena for the largest stage-2 call (``engine.batch_frames``) plus ~12 MiB per shape (4.5 GiB at
+the shipped buckets); ``memory`` reports what the engine took by the end of warm-up.
 
 Where a stage cannot be captured (ONNX Runtime refuses at session creation when a node would need a host
 copy, or a capture fails), that stage runs the same bucketed, bound shapes without a graph, and the reason
@@ -128,7 +131,8 @@ class GraphOnnxRuntimeEngine:
 
     Every tensor has one flat device buffer sized for its largest bucket; each shape's binding views its
     start at that shape (graphs replay strictly one after another, so they can share). Host inputs are
-    staged in a flat host array and copied whole; stage 2 reads stage 1's d, t_en and style in place.
+    staged in a flat host array and copied whole (the alignment: its shape's own buffer); stage 2 reads
+    stage 1's d, t_en and style in place.
     """
 
     slots = 1
