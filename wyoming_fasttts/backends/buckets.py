@@ -14,10 +14,10 @@ Derived (``for_limits`` without chosen steps, as TensorRT uses them): rows are p
 ``max_batch``; tokens (pads included) powers of four (32, 128, 512); frames in steps of about sqrt(2). ONNX
 Runtime CUDA takes ``engine.buckets`` (shipped: rows 1, 4, 8, 16; tokens 32, 64, 128, 512; frames 64 ... 1024).
 Every shape costs start-up time (ONNX Runtime CUDA plans each new shape, then captures it) and ~12 MiB of
-device memory on an H200; the arena behind them is sized by the largest rows x frames one stage-2 call may
-take (``batch_frames``: 2048 -> ~4.5 GiB, 1024 -> ~2.7-4.2 GiB). A token bucket far above the sentence costs
-stage-1 time (its LSTMs step through every slot): the 64 bucket took the benchmark sentence from 26.8 to
-22-24 ms (2026-12-01, docs/BENCHMARKS.md). These steps are the trade.
+device memory on an H200, beside ONNX Runtime's arena, which holds what the largest stage-2 call
+(``batch_frames``) needs and grows in powers of two (4.5 GiB in all at the shipped buckets). A token bucket
+far above the sentence costs stage-1 time (its LSTMs step through every slot): the 64 bucket took the
+benchmark sentence from 26.8 to 22-24 ms (2026-12-01, docs/BENCHMARKS.md). These steps are the trade.
 """
 
 from __future__ import annotations
