@@ -114,6 +114,8 @@ class OnnxRuntimeEngine:
     uses the all-cores pair (lowest latency), while one that overlaps another takes a one-thread pair of its
     own. On 2 cores two one-thread runs side by side gave 1.27x the sentences per second of all-core runs one
     after another (ONNX Runtime's intra-op threads idle at every small operator; 2026-11-30, 2-core CPU).
+    The all-cores pair is one of the slots (``workers - 1`` one-thread pairs): at most ``workers`` sentences
+    run at once, so one pair fewer covers every case, and each pair holds ~100 MiB of weights and plans.
     """
 
     max_batch = 1
@@ -234,7 +236,7 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
     eng = settings.engine
     cuda = backend == "onnxruntime-cuda"
     workers = settings.scheduler.workers or (1 if cuda else os.cpu_count() or 1)
-    narrow = workers if not cuda and workers > 1 else 0
+    narrow = workers - 1 if not cuda and workers > 1 else 0  # the all-cores pair is the other slot
     # Spinning threads of the all-cores pair would steal the cores a one-thread pair runs on beside it.
     common: dict[str, Any] = dict(
         name=backend, threads=eng.threads, slots=workers, tail_frames=eng.tail_frames, shrink_arena=eng.arena_shrinkage,
