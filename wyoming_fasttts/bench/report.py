@@ -86,22 +86,27 @@ def goals(report: dict[str, Any], ours: str, gpu: bool) -> list[dict[str, Any]]:
     if seq:
         check("jitter: std <= 10% of mean (sequential)", seq["std"] / seq["mean"], seq["std"] <= 0.10 * seq["mean"])
         if gpu:
-            check("GPU: std <= 5% of mean", seq["std"] / seq["mean"], seq["std"] <= 0.05 * seq["mean"])
+            check("GPU: std <= 3% of mean", seq["std"] / seq["mean"], seq["std"] <= 0.03 * seq["mean"])
+        peak = report.get("servers", {}).get(ours, {}).get("peak_rss_mib")
+        if not gpu and peak is not None:
+            # Issue 12 counts in binary units: its "1.3 GB" peak was 1336 MiB, its plain server's "0.5 GB" 526 MiB.
+            check("CPU: peak RSS <= 0.7 GiB", peak / 1024, peak <= 0.7 * 1024)
     levels = {row["clients"]: row for row in report.get("load", {}).get("levels", {}).get(ours, [])}
     if levels:
         top = levels[max(levels)]
         check(f"no collapse: p99 <= 2 x p50 at saturation (c={top['clients']})", top["p99"] / top["p50"],
               top["p99"] <= 2 * top["p50"])
         if gpu and 16 in levels and 1 in levels and seq:
-            check("GPU: QPS(c16) >= 4 x QPS(c1)", levels[16]["qps"] / levels[1]["qps"],
-                  levels[16]["qps"] >= 4 * levels[1]["qps"])
-            check("GPU: p99(c16) < 3 x batch-1 p50", levels[16]["p99"] / seq["p50"], levels[16]["p99"] < 3 * seq["p50"])
+            check("GPU: QPS(c16) >= 6 x QPS(c1)", levels[16]["qps"] / levels[1]["qps"],
+                  levels[16]["qps"] >= 6 * levels[1]["qps"])
+            check("GPU: p99(c16) <= 3 x batch-1 p50", levels[16]["p99"] / seq["p50"],
+                  levels[16]["p99"] <= 3 * seq["p50"])
     r = report.get("ratios", {}).get(ours, {})
     if levels and not gpu:
         top_x = r.get(f"throughput_x_c{max(levels)}")
         check(f"CPU: throughput >= 1.3 x baseline (c={max(levels)})", top_x, top_x is not None and top_x >= 1.3)
     for mode, value in report.get("wyoming_bench", {}).get("ttfa_ratio", {}).get(ours, {}).items():
-        check(f"TTFA (wyoming-bench, replies, {mode}) <= 0.5 x baseline", value, value <= 0.5)
+        check(f"TTFA (wyoming-bench, replies, {mode}) <= 0.4 x baseline", value, value <= 0.4)
     return out
 
 
