@@ -169,11 +169,11 @@ class GraphOnnxRuntimeEngine:
                      for name, n in largest.items()}
         # The alignment is the one large input written per request: each stage-2 shape has its own buffer of
         # exactly its size, so a request copies its (rows, tokens, frames), not the largest bucket's (~4 MB).
-        self._alignment = {shape: ort.OrtValue.ortvalue_from_shape_and_type(list(shape), np.float32, where,
+        self._alignment = {shape: ort.OrtValue.ortvalue_from_shape_and_type(list(shape), _DTYPES["alignment"], where,
                                                                             device_id) for shape in dims2}
         self._host: dict[str, np.ndarray] = {name: np.zeros(largest[name], _DTYPES[name]) for name in _FROM_HOST}
         self.buffer_bytes = sum(n * np.dtype(_DTYPES[k]).itemsize for k, n in largest.items()) + \
-            sum(4 * int(np.prod(shape)) for shape in dims2)
+            sum(int(np.prod(shape)) * np.dtype(_DTYPES["alignment"]).itemsize for shape in dims2)
         for shape1, dims in dims1.items():
             self.stage1.bind(shape1, {k: (self._buf[k], dims[k]) for k in _STAGE1}, _STAGE1[4:])
         for shape2, dims in dims2.items():

@@ -154,7 +154,8 @@ class _Rules:
     def _clock(self, m: re.Match[str]) -> str:
         h, mi, s, until = m.groups()
         if int(h) > 24 or int(mi) > 59 or (s and int(s) > 59):
-            if re.search(r"[A-Za-z]$", m.string[: m.start()]):
+            before = m.string[m.start() - 1 : m.start()]
+            if before.isascii() and before.isalpha():
                 return m[0]  # PM10：85: a name's digits, then a reading after the colon
             return f"{cardinal(h)}比{cardinal(mi)}" + (f"比{cardinal(s)}" if s else "")
         out = cardinal(h, liang=True) + "点"
