@@ -206,7 +206,8 @@ async def _refused(uri: str) -> bool:
     host, port = uri.removeprefix("tcp://").split(":")
     try:
         _, writer = await asyncio.open_connection(host, int(port))
-    except ConnectionRefusedError:
+    except (ConnectionRefusedError, ConnectionResetError):
+        # Reset: the attempt was queued on the listening socket as it closed, and the kernel dropped it.
         return True
     writer.close()
     return False
