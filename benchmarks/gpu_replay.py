@@ -26,6 +26,7 @@ from wyoming_fasttts.backends.base import SynthesisItem
 from wyoming_fasttts.backends.buckets import Buckets
 from wyoming_fasttts.backends.onnxruntime import cuda_providers, session_options
 from wyoming_fasttts.backends.ort_graphs import GraphOnnxRuntimeEngine
+from wyoming_fasttts.config import load_settings
 from wyoming_fasttts.graphs.batched import ensure_batched_graphs
 
 
@@ -49,7 +50,8 @@ def main() -> None:
     engines, report = {}, {"date": time.strftime("%Y-%m-%d %H:%M"), "buckets": str(buckets), "rows": {}}
     for name, graphs_on in (("CUDA graphs", True), ("bound shapes, no graphs", False)):
         start = time.perf_counter()
-        engine = GraphOnnxRuntimeEngine(graphs.stage1, graphs.stage2, buckets=buckets, providers=cuda_providers(0),
+        engine = GraphOnnxRuntimeEngine(graphs.stage1, graphs.stage2, buckets=buckets,
+                                        providers=cuda_providers(0, load_settings().engine.cuda_provider_options),
                                         options=session_options(2, spin=False), tail_frames=4, graphs=graphs_on)
         engine.warmup()
         engines[name] = engine

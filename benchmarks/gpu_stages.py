@@ -108,7 +108,9 @@ def measure(args: argparse.Namespace) -> None:
     report: dict = {"machine": platform.node(), "ort": ort.__version__, "date": time.strftime("%Y-%m-%d"),
                     "memory_mb": {}, "placement": {}, "slow_ops": {}}
     gpu = args.device == "cuda"
-    providers = cuda_providers(0) if gpu else ["CPUExecutionProvider"]
+    from wyoming_fasttts.config import load_settings
+
+    providers = cuda_providers(0, load_settings().engine.cuda_provider_options) if gpu else ["CPUExecutionProvider"]
     base = _gpu_used_mb() if gpu else 0.0
 
     def session(path: Path, name: str) -> ort.InferenceSession:

@@ -4,6 +4,9 @@ the engine took is then the engine's alone; the CUDA context, made first by a on
 
     python benchmarks/gpu_variants.py --inputs inputs.json --data-dir D [--runs 40] --out variants.json
 
+Part K: ONNX Runtime CUDA provider knobs (cuDNN algorithm search, layouts, TF32, conv+bias fusion) over the
+shipped ``engine.cuda_provider_options``, at exact buckets that hold the benchmark sentence at batch 1, 8 and 16:
+replay time, stage 1 alone, memory and the batch-1 audio against the shipped options' (parity).
 Part A: one small bucket set and one with more frame buckets under each option set: the memory per shape and
 what each option saves. Part B: candidate ``engine.buckets`` / ``engine.batch_frames`` under the option set
 that took least memory per shape in A: memory, start-up, replay at batch 1 / 8 / 16 and stage 1 alone. It
@@ -18,6 +21,7 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +30,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+KNOBS: dict[str, dict[str, str]] = {  # over the shipped engine.cuda_provider_options
+    "shipped": {},
+    "EXHAUSTIVE": {"cudnn_conv_algo_search": "EXHAUSTIVE"},
+    "DEFAULT search": {"cudnn_conv_algo_search": "DEFAULT"},
+    "prefer_nhwc": {"prefer_nhwc": "1"},
+    "conv1d pad to nc1d": {"cudnn_conv1d_pad_to_nc1d": "1"},
+    "EXHAUSTIVE + nc1d": {"cudnn_conv_algo_search": "EXHAUSTIVE", "cudnn_conv1d_pad_to_nc1d": "1"},
+    "fuse_conv_bias": {"fuse_conv_bias": "1"},
+    "tf32 off": {"use_tf32": "0"},
+}
+KNOB_BUCKETS = {"rows": [1, 8, 16], "tokens": [64], "frames": [192]}  # the benchmark sentence: 42 ids, ~147 frames
 OPTIONS: dict[str, dict[str, Any]] = {
     "defaults": {},
     "conv workspace off": {"cuda": {"cudnn_conv_use_max_workspace": "0"}},
@@ -52,6 +67,7 @@ def one(spec: dict[str, Any]) -> dict[str, Any]:
     from wyoming_fasttts.backends.buckets import Buckets
     from wyoming_fasttts.backends.onnxruntime import cuda_provider_problem, cuda_providers, session_options
     from wyoming_fasttts.backends.ort_graphs import GraphOnnxRuntimeEngine, _device_used
+    from wyoming_fasttts.config import load_settings
     from wyoming_fasttts.graphs.batched import ensure_batched_graphs
 
     data = Path(spec["data_dir"])
@@ -67,7 +83,8 @@ def one(spec: dict[str, Any]) -> dict[str, Any]:
                                      frames=b["frames"])
     options = session_options(0, spin=False)
     cpu = spec.get("cpu", False)  # a smoke test of this script on a machine without a GPU
-    providers = ["CPUExecutionProvider"] if cpu else cuda_providers(0, spec.get("cuda"))
+    shipped = load_settings().engine.cuda_provider_options  # the one source of the shipped options
+    providers = ["CPUExecutionProvider"] if cpu else cuda_providers(0, {**shipped, **spec.get("cuda", {})})
 
 
     idle = _device_used(0) or 0
@@ -81,7 +98,9 @@ def one(spec: dict[str, Any]) -> dict[str, Any]:
                            "pool_mib": round(((_device_used(0) or 0) - before) / 2**20),
                            "context_mib": round((before - idle) / 2**20), "probe": problem,
                            "shapes": len(buckets.stage1_shapes()) + len(buckets.stage2_shapes()),
-                           "replay": engine.replay}
+                           "replay": engine.replay, "options": providers[0][1] if not cpu else {}}
+    if spec.get("audio_out"):  # batch 1's audio, for the parity of option sets against the shipped one
+        np.save(spec["audio_out"], engine.run([sentence])[0])
     for rows in spec.get("batches", [1, 8, 16]):
         ms = []
         for _ in range(spec["runs"]):
@@ -114,6 +133,22 @@ def spawn(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     return json.loads(lines[-1]) if lines else {"error": done.stderr[-600:]}
 
 
+def knobs(base: dict[str, Any], stem: Path) -> dict[str, Any]:
+    """Part K: each knob set in a process of its own; audio compared with the shipped set's (relative L2)."""
+    rows: dict[str, Any] = {}
+    for name, cuda in KNOBS.items():
+        audio = f"{stem}-{len(rows)}.npy"
+        row = spawn({**base, "cuda": cuda, "buckets": KNOB_BUCKETS, "exact": True, "audio_out": audio}, 240)
+        if "error" not in row and Path(f"{stem}-0.npy").exists():
+            ref, got = np.load(f"{stem}-0.npy"), np.load(audio)
+            n = min(len(ref), len(got))
+            row["rel_l2_vs_shipped"] = float(np.linalg.norm(got[:n] - ref[:n]) / np.linalg.norm(ref[:n]))
+            row["samples"] = [len(ref), len(got)]
+        rows[name] = row
+        print(f"K {name}: {row}", flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -122,7 +157,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--budget-mib", type=float, default=1430, help="engine, CUDA context apart (issue 13: 1.5 GB)")
     parser.add_argument("--out", default="gpu_variants.json", help="the report; part B adds to part A's")
-    parser.add_argument("--part", choices=("A", "B", "all"), default="all")
+    parser.add_argument("--part", choices=("K", "A", "B", "all"), default="all")
+    parser.add_argument("--cuda", default="{}", help="part B: provider options (JSON) over the shipped ones; "
+                        "default: part A's choice")
     parser.add_argument("--config-out", default="best.yaml")
     args = parser.parse_args()
     if args.one:
@@ -135,8 +172,12 @@ def main() -> None:
     ensure_batched_graphs(ModelAssets(data / "kokoro-v1.0.int8.onnx", data / "vocab.json", data), data)
     base = {"inputs": args.inputs, "data_dir": args.data_dir, "runs": args.runs}
     out = Path(args.out)
-    report: dict[str, Any] = json.loads(out.read_text()) if args.part == "B" else \
+    report: dict[str, Any] = json.loads(out.read_text()) if args.part == "B" and out.exists() else \
         {"date": time.strftime("%Y-%m-%d %H:%M"), "A": {}, "B": {}}
+    if args.part == "K":
+        report["K"] = knobs(base, Path(tempfile.mkdtemp()) / "knob")
+        out.write_text(json.dumps(report, indent=1))
+        return
     if args.part in ("A", "all"):
         per_shape: dict[str, float] = {}
         for name, option in OPTIONS.items():
@@ -154,7 +195,7 @@ def main() -> None:
         out.write_text(json.dumps(report, indent=1))
         if args.part == "A":
             return
-    cuda = OPTIONS[report["options"]["chosen"]].get("cuda", {})
+    cuda = json.loads(args.cuda) or OPTIONS[report.get("options", {}).get("chosen", "defaults")].get("cuda", {})
     fits = {}
     for name, candidate in CANDIDATES.items():
         row = spawn({**base, **candidate, "cuda": cuda}, 240)

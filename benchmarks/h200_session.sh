@@ -2,17 +2,21 @@
 # One H200 session (device tool), as run for issue 13: unpack the carried wheels and model, then
 #   A: doctor the way a GPU user following the README runs it (one ONNX Runtime: onnxruntime-gpu), then the
 #      engine-level replay benchmark (benchmarks/gpu_replay.py); ID: install and doctor only;
+#   K: ONNX Runtime CUDA provider knobs (benchmarks/gpu_variants.py part K); P: stage 2 kernel by kernel against
+#      PyTorch (benchmarks/gpu_kernels.py, CUDA=JSON provider options) and the request path's steps
+#      (benchmarks/gpu_request_path.py);
 #   V, W: engine-level variants (benchmarks/gpu_variants.py part A: memory per shape under ONNX Runtime's
 #      options; part B: candidate bucket sets), W writes the chosen config to /tmp/best.yaml;
 #   B, C: our server vs eager in one process (benchmarks/gpu_table.py), run 1 (with WAVs for the ear), run 2;
 #      BC: both. With CONFIG=FILE the server runs with that config (e.g. CONFIG=/tmp/best.yaml).
 # (I: install only.) The pack: wheels (onnxruntime-gpu, the text front end, kokoro), the model, the voices;
 # more wheels and voices may lie in CODE_DIR/../extra/ and CODE_DIR/../extra/voices/.
-# usage: bash benchmarks/h200_session.sh I|ID|A|V|W|B|C|BC CODE_DIR    (the pack's chunks in /opt/pack/chunks)
+# usage: bash benchmarks/h200_session.sh I|ID|A|K|P|V|W|B|C|BC CODE_DIR    (the pack's chunks in /opt/pack/chunks)
 set -uo pipefail
 step=$1 code=$2 pack=/opt/pack data=$HOME/.local/share/wyoming-fasttts
 export PYTHONUNBUFFERED=1 PYTHONPATH=$pack/site
 log="$OUT"/$step.log
+config=(); [ -n "${CONFIG:-}" ] && config=(--config "$CONFIG") && cp "$CONFIG" "$OUT"/
 if [ "$step" = A ] || [ "$step" = I ] || [ "$step" = ID ]; then
   (cat $pack/chunks/chunk.* | tar -C $pack -xf - && cd $pack && sha256sum -c data/sha) 2>&1 | tee -a "$log"
   python3 -m pip uninstall -y -q onnxruntime 2>&1 | tail -1     # the image's CPU build: a user's venv has one ORT
@@ -35,6 +39,20 @@ if [ "$step" = A ] || [ "$step" = I ] || [ "$step" = ID ]; then
      --out "$OUT"/replay.json) 2>&1 | grep -v Warning | tee -a "$log"
 fi
 [ "$step" = A ] && exit 0
+if [ "$step" = K ]; then   # provider knobs (gpu_variants part K), stage 2 kernel by kernel, the request path
+  (cd "$code" && timeout 400 python3 benchmarks/gpu_variants.py --part K --inputs inputs.json --data-dir "$data" \
+     --runs 60 --out "$OUT"/knobs.json) 2>&1 | grep -v -i warning | grep -E '^K |Error|error' | tee -a "$log"
+  exit 0
+fi
+if [ "$step" = P ]; then
+  cuda=${CUDA:-'{}'}
+  (cd "$code" && timeout 200 python3 benchmarks/gpu_kernels.py --inputs inputs.json --data-dir "$data" \
+     --cuda "$cuda" --runs 50 --out "$OUT"/kernels.json) 2>&1 | grep -v -i warning | tail -40 | tee -a "$log"
+  (cd "$code" && timeout 240 python3 benchmarks/gpu_request_path.py --inputs inputs.json --model \
+     "$data/kokoro-v1.0.int8.onnx" --vocab "$data/vocab.json" --data-dir "$data" --runs 200 "${config[@]}" \
+     --out "$OUT"/request_path.json) 2>&1 | grep -v -i warning | tail -20 | tee -a "$log"
+  exit 0
+fi
 if [ "$step" = V ] || [ "$step" = W ]; then
   part=A; [ "$step" = W ] && part=B && cp /tmp/variants.json "$OUT"/ 2>/dev/null
   (cd "$code" && timeout 580 python3 benchmarks/gpu_variants.py --part $part --inputs inputs.json --data-dir "$data" \
@@ -42,7 +60,6 @@ if [ "$step" = V ] || [ "$step" = W ]; then
   cp /tmp/variants.json /tmp/best.yaml "$OUT"/ 2>/dev/null
   exit 0
 fi
-config=(); [ -n "${CONFIG:-}" ] && config=(--config "$CONFIG") && cp "$CONFIG" "$OUT"/
 table() {
   run=$1; wavs=(); [ "$run" = 1 ] && wavs=(--wavs /tmp/wavs)
   echo "== gpu_table run $run ${config[*]}" | tee -a "$log"

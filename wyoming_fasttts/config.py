@@ -176,10 +176,18 @@ class ConfigError(ValueError):
 BACKENDS = ("auto", "onnxruntime", "onnxruntime-cuda", "tensorrt", "tensorrt-rtx", "triton")
 
 
+OPEN_MAPPINGS = ("engine.cuda_provider_options.",)
+"""Mappings whose keys are another library's names (ONNX Runtime's provider options): a user may add any of
+them; the defaults are merged under, and the library itself refuses a name it does not know."""
+
+
 def _merge(base: dict[str, Any], over: dict[str, Any], where: str) -> dict[str, Any]:
     out = dict(base)
     for key, value in over.items():
         if key not in base:
+            if where in OPEN_MAPPINGS:
+                out[key] = value
+                continue
             raise ConfigError(f"unknown setting {where}{key}")
         if isinstance(base[key], dict):
             if not isinstance(value, dict):

@@ -80,6 +80,10 @@ class Scheduler:
         self._stopping = False
         self._last_batch = 0
         """Size of the batch taken last: more than one means requests are arriving together."""
+        self._last_end = 0.0
+        """When the last batch finished (monotonic): its clients' next sentences come back from then on."""
+        self._expected = 0
+        """Sentences likely to be back soon after the last batch: its own size plus what was queued then."""
 
     # -- client side (event loop) -------------------------------------------------------------------------
 
@@ -206,9 +210,18 @@ class Scheduler:
         return self._last_batch > 1 or self._lease.in_flight > 0
 
     def _wait_for_batch(self, limit: int) -> None:
-        """Hold the head job up to max_queue_delay_ms while a preferred batch size fills up."""
-        target = min(limit, max(self._settings.preferred_batch_sizes, default=limit))
-        deadline = self._queue[0].enqueued + self._settings.max_queue_delay_ms / 1000.0
+        """Hold the head job up to max_queue_delay_ms while a preferred batch size fills up.
+
+        The wait counts from the head's arrival or from the end of the last batch, whichever is later, and
+        stops once the queue holds the sentences expected back (the last batch's clients plus those that were
+        already waiting; ``_expected``). Counted from the head's arrival alone, sentences that queued behind a
+        running batch were past their delay when it ended and left without the clients just answered: four
+        closed-loop clients ran as batches of two and two, each paying for the four-row bucket (on an H200:
+        55 QPS at a p50 of 73 ms, against 48 QPS and 21 ms for one client, 2026-12-01).
+        """
+        delay = self._settings.max_queue_delay_ms / 1000.0
+        target = min(limit, max(self._settings.preferred_batch_sizes, default=limit), max(1, self._expected))
+        deadline = max(self._queue[0].enqueued, self._last_end) + delay
         while len(self._queue) < target and not self._stopping:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -217,7 +230,7 @@ class Scheduler:
             self._drop_cancelled()
             if not self._queue:
                 return
-            deadline = self._queue[0].enqueued + self._settings.max_queue_delay_ms / 1000.0
+            deadline = max(self._queue[0].enqueued, self._last_end) + delay
 
     def _pick(self, limit: int) -> list[_Job]:
         """The head job plus the queued jobs closest to it in length (less padding)."""
@@ -262,6 +275,7 @@ class Scheduler:
             with self._cond:
                 lease.in_flight -= 1
                 close = lease.retired and lease.in_flight == 0
+                self._last_end, self._expected = time.monotonic(), len(batch) + len(self._queue)
             if close:
                 _LOGGER.info("closing replaced engine %s", engine.name)
                 lease.close()

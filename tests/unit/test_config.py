@@ -40,6 +40,14 @@ def test_an_unknown_setting_is_refused(tmp_path: Path) -> None:
         load_settings(_user_file(tmp_path, "scheduler:\n  max_bach: 4\n"))
 
 
+def test_a_provider_option_the_defaults_do_not_name_is_added_over_them(tmp_path: Path) -> None:
+    """ONNX Runtime's provider options are its names, not ours: any of them may be set (ORT refuses a wrong one)."""
+    settings = load_settings(_user_file(tmp_path, "engine:\n  cuda_provider_options:\n    prefer_nhwc: '1'\n"))
+    assert settings.engine.cuda_provider_options["prefer_nhwc"] == "1"
+    assert settings.engine.cuda_provider_options == {**load_settings().engine.cuda_provider_options,
+                                                     "prefer_nhwc": "1"}
+
+
 def test_the_plan_cache_defaults_to_the_platform_cache_not_the_working_directory(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

@@ -251,3 +251,55 @@ def test_after_a_batch_of_several_the_next_head_waits_for_company() -> None:
 
     _run(scheduler, body)
     assert engine.batches == [[1], [5, 6], [7, 8]]
+
+
+def test_the_head_waits_only_for_the_sentences_expected_back() -> None:
+    """After a batch of three with none queued, three sentences are expected back: the head leaves with
+    three, not waiting the whole delay (a minute here, which would fail the wait_for) for the preferred four."""
+    engine = GatedEngine(max_batch=4)
+    scheduler = Scheduler(engine, _settings(max_queue_delay_ms=60_000.0, preferred_batch_sizes=[4]))
+    scheduler.start()
+
+    async def body() -> None:
+        blocker = asyncio.create_task(scheduler.synthesize(_item(1)))
+        await _started(engine)
+        trio = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (5, 6, 7)]
+        await _queued(scheduler, 3)
+        engine.gate.set()
+        await asyncio.gather(blocker, *trio)
+        again = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (8, 9, 10)]
+        await asyncio.wait_for(asyncio.gather(*again), timeout=10)
+
+    _run(scheduler, body)
+    assert engine.batches == [[1], [5, 6, 7], [8, 9, 10]]
+
+
+def test_sentences_queued_behind_a_batch_wait_for_its_clients_from_its_end() -> None:
+    """Two sentences queue behind a running pair for longer than the delay; when the pair ends, they wait (up
+    to the delay, counted from that end) for the pair's clients to come back, and the four leave together.
+    Counted from their own arrival they would leave at once as a second pair."""
+    engine = GatedEngine(max_batch=4)
+    scheduler = Scheduler(engine, _settings(max_queue_delay_ms=500.0, preferred_batch_sizes=[4]))
+    scheduler.start()
+
+    async def body() -> None:
+        blocker = asyncio.create_task(scheduler.synthesize(_item(1)))
+        await _started(engine)
+        first = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (5, 6)]
+        await _queued(scheduler, 2)
+        engine.gate.set()
+        await asyncio.gather(blocker, *first)  # [1], then [5, 6]: a batch of several
+        await _started(engine)  # [5, 6]'s start, so the next wait is for the pair's
+        engine.gate.clear()
+        pair = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (20, 21)]
+        await _started(engine)
+        queued = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (22, 23)]
+        await _queued(scheduler, 2)
+        await asyncio.sleep(0.6)  # the queued pair is now past its delay
+        engine.gate.set()
+        await asyncio.gather(*pair)
+        back = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (24, 25)]
+        await asyncio.wait_for(asyncio.gather(*queued, *back), timeout=10)
+
+    _run(scheduler, body)
+    assert engine.batches[-1] == [22, 23, 24, 25]

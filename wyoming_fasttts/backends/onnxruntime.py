@@ -70,8 +70,9 @@ def run_options(shrink_arena: bool) -> ort.RunOptions:
 
 
 def cuda_providers(device_id: int, options: Mapping[str, str] | None = None) -> list[Any]:
-    """CUDA first with settings that keep work on the GPU and stable: no per-shape cuDNN search; ``options``
-    (``engine.cuda_provider_options``) are the provider's own, added over these.
+    """CUDA first, then the CPU; ``options`` are the provider's own (``engine.cuda_provider_options``, whose
+    defaults in defaults.yaml are the one place the shipped choices live: without them ONNX Runtime's own
+    defaults apply, as in the one-node probe below).
 
     The CUDA and cuDNN libraries the provider links against come as wheels with the ``gpu`` extra; they are
     not on the loader's path, so ``preload_dlls`` loads them first (it also finds PyTorch's copies)."""
@@ -79,8 +80,7 @@ def cuda_providers(device_id: int, options: Mapping[str, str] | None = None) -> 
         raise EngineError("ONNX Runtime has no CUDA provider here: pip install 'wyoming-fasttts[gpu]'")
     if hasattr(ort, "preload_dlls"):
         ort.preload_dlls()
-    chosen = {"device_id": device_id, "cudnn_conv_algo_search": "HEURISTIC", "do_copy_in_default_stream": True,
-              **(options or {})}
+    chosen = {"device_id": device_id, **(options or {})}
     return [(CUDA_PROVIDER, chosen), "CPUExecutionProvider"]
 
 
