@@ -63,7 +63,7 @@ class _Rules:
             (re.compile(r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])"), self._ip),
             (re.compile(r"(?<![\d.])\d+(?:\.\d+)+(?![\d.])"), self._version),
             (re.compile(r"(?<!\d)(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})(?![\d.])(?:\s*[日号])?"), self._ymd),
-            (re.compile(r"(?:(?<=[日号])\s*[-~]\s*(?=\d{1,2}月)|(?:(?<=[%‰])|(?<=°C)|(?<=\d[千万亿]))\s*[-~]\s*(?=\d))"),
+            (re.compile(r"(?:(?<=[日号])\s*[-~]\s*(?=\d{1,2}月|[零一二三四五六七八九]{4}年)|(?:(?<=[%‰])|(?<=°C)|(?<=\d[千万亿]))\s*[-~]\s*(?=\d))"),
              lambda m: "到"),
             (re.compile(r"(?<!\d)(\d{1,2})月(\d{1,2})(?=[日号])"), self._md),
             (re.compile(r"(?<![\d./])(\d{1,2})/(\d{1,2})(?![\d/])"), self._month_day),
@@ -71,9 +71,12 @@ class _Rules:
             (re.compile(r"(?<!#)#\s?(\d+)(?![\d.])号?|(\d+)#(?!#)"), lambda m: (m[1] or m[2]) + "号"),
             (re.compile(rf"(?:{cue_before})(?:是|为|：|:|\s)*[A-Z]{{0,3}}-?(?:\d[\d -]*\d|\d)"), self._cued),
             (re.compile(rf"(?<![\d.])\d{{3,}}(?:-\d+)*(?=\s*(?:{cue_after}))"), self._digit_string),
-            (re.compile(r"(?<![\d.\-])(?:\+86[\s-]*)?(?:1[3-9]\d[\s-]?\d{4}[\s-]?\d{4}|0\d{2,3}-\d{7,8}"
+            (re.compile(r"(?<![\d.\-])(?:\+86[\s-]*)?(?:1[3-9]\d[\s-]?\d{4}[\s-]?\d{4}|0\d{2,3}(?:-\d{7,8}|[\s-]\d{3,4}[\s-]\d{4})"
                         r"|400-?\d{3}-?\d{4})(?![\d.])"), self._digit_string),
-            (re.compile(rf"(?<![\d.A-Za-z])(?:{service})(?![\d.])"), self._service),
+            # Three or more dash-joined groups that are not a date or a phone number: a code (取件 3-4-1187).
+            (re.compile(r"(?<![\d.\-])\d{1,4}(?:-\d{1,4}){2,}(?![\d.\-])"), self._digit_string),
+            # Not an amount: ¥120 and 120,000 are money and quantities, not the ambulance line.
+            (re.compile(rf"(?<![\d.A-Za-z¥$€£])(?:{service})(?![\d.]|,\d)"), self._service),
             (re.compile(r"(?<![A-Za-z\d.])[A-Z]{1,5}\d*(?:-[A-Z]*\d[A-Z\d]*)+"), self._digit_string),
             (re.compile(r"(?<![A-Za-z])[A-Z]{1,3}\d{3,}(?![\d.])|(?<![A-Za-z])[GDCKTZYSL]\d{1,4}(?=\s*次)"),
              self._digit_string),
@@ -210,7 +213,8 @@ class _Rules:
     def _year_range(self, m: re.Match[str]) -> str:
         """2025-2026赛季: two years, unless a measure word shows they are amounts (2000-2500元)."""
         after = m.string[m.end() :]
-        if self.liang_re.match(after) or self.unit_re.match(after):
+        # 年 takes 两 after a count, but two 19xx/20xx numbers before it are years (2019-2021年间).
+        if not after.startswith("年") and (self.liang_re.match(after) or self.unit_re.match(after)):
             return m[0]
         return digits(m[1]) + "到" + digits(m[2])
 

@@ -58,11 +58,12 @@ def test_expected_pinyin_has_one_syllable_per_character(name):
         assert len(han) == len(case.pinyin), case.text
 
 
-# Announcement sets (issue 15): spoken form only. announce.tsv was tuned on; announce_holdout.tsv and then
-# announce_holdout2.tsv were written after the tuning (first-run scores in docs/TEXT.md). The issue's bar
-# for them is 98 %.
+# Announcement sets (issue 15): spoken form only. announce.tsv was tuned on; announce_holdout.tsv, then
+# announce_holdout2.tsv, then announce_holdout3.tsv were written after the tuning (first-run scores in
+# docs/TEXT.md; each was tuned on after its first run). The issue's bar for them is 98 %.
 ANNOUNCE_GOAL = 0.98
-ANNOUNCE_MIN = {"announce.tsv": 250, "announce_holdout.tsv": 60, "announce_holdout2.tsv": 160}
+ANNOUNCE_MIN = {"announce.tsv": 250, "announce_holdout.tsv": 60, "announce_holdout2.tsv": 160,
+                "announce_holdout3.tsv": 300}
 
 
 @pytest.mark.parametrize("name", ANNOUNCE_MIN)

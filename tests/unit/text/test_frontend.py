@@ -70,6 +70,27 @@ def test_announcement_rules_from_the_second_held_out_set():
     assert normalize("办公室503有人") == "办公室五零三有人"
 
 
+
+def test_announcement_rules_from_the_third_held_out_set():
+    """General rules for announce_holdout3.tsv's first-run misses, checked on sentences outside the sets."""
+    # Two 19xx/20xx numbers before 年 are a range of years even though 年 takes 两 after a count.
+    assert normalize("1998-2003年间的老款") == "一九九八到二零零三年间的老款"
+    assert normalize("2000-2500元") == "两千到两千五百元"
+    # A range of full dates keeps its 到.
+    assert normalize("展期2027-01-05~2027-01-09") == "展期二零二七年一月五日到二零二七年一月九日"
+    # An amount is never a service number: ¥120 (and the full-width ￥) and 120,000 are money and quantities.
+    assert normalize("挂号费￥120") == "挂号费一百二十元"
+    assert normalize("押金¥110,000") == "押金十一万元"
+    assert normalize("急救请拨打120") == "急救请拨打幺二零"
+    # A landline written with spaces after its area code; a number a text is sent to.
+    assert normalize("客服0571 8765 4321") == "客服零五七幺八七六五四三二幺"
+    assert normalize("请发送到10658") == "请发送到幺零六五八"
+    # Three or more dash-joined groups that are no date or phone number are a code; one dash is still a range.
+    assert normalize("凭8-2-5014取货") == "凭八二五零幺四取货"
+    assert normalize("比分2-1") == "比分二到一"
+    # 批 is a measure word: two batches.
+    assert normalize("分2批发货") == "分两批发货"
+
 def test_phonemize_is_built_from_pinyin():
     from misaki.zh import ZHG2P
 
