@@ -216,21 +216,19 @@ class Scheduler:
         stops once the queue holds the sentences expected back (the last batch's clients plus those that were
         already waiting; ``_expected``). Counted from the head's arrival alone, sentences that queued behind a
         running batch were past their delay when it ended and left without the clients just answered: four
-        closed-loop clients ran as batches of two and two, each paying for the four-row bucket (on an H200:
-        55 QPS at a p50 of 73 ms, against 48 QPS and 21 ms for one client, 2026-12-01).
+        closed-loop clients ran as batches of two and two, each paying for the four-row bucket.
         """
         delay = self._settings.max_queue_delay_ms / 1000.0
         target = min(limit, max(self._settings.preferred_batch_sizes, default=limit), max(1, self._expected))
-        deadline = max(self._queue[0].enqueued, self._last_end) + delay
         while len(self._queue) < target and not self._stopping:
-            remaining = deadline - time.monotonic()
+            # The head may change while waiting (cancelled, or a worker took it), so its deadline is read anew.
+            remaining = max(self._queue[0].enqueued, self._last_end) + delay - time.monotonic()
             if remaining <= 0:
                 break
             self._cond.wait(remaining)
             self._drop_cancelled()
             if not self._queue:
                 return
-            deadline = max(self._queue[0].enqueued, self._last_end) + delay
 
     def _pick(self, limit: int) -> list[_Job]:
         """The head job plus the queued jobs closest to it in length (less padding)."""

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .data import load_yaml
-from .numbers import cardinal, decimal, digits
+from .numbers import DIGITS, cardinal, decimal, digits
 
 _NUM = r"\d+(?:\.\d+)?"
 _Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
@@ -48,6 +48,7 @@ class _Rules:
     def _compile(self, d: dict[str, Any]) -> list[_Rule]:
         unit = _alternation(self.units)
         money = _alternation(d["currency_prefix"])
+        signs = "".join(sorted({re.escape(symbol[-1]) for symbol in d["currency_prefix"]}))
         cue_before = _alternation(d["digit_cues_before"])
         cue_after = _alternation(d["digit_cues_after"])
         ratio = _alternation(d["ratio_cues"])
@@ -63,7 +64,8 @@ class _Rules:
             (re.compile(r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])"), self._ip),
             (re.compile(r"(?<![\d.])\d+(?:\.\d+)+(?![\d.])"), self._version),
             (re.compile(r"(?<!\d)(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})(?![\d.])(?:\s*[日号])?"), self._ymd),
-            (re.compile(r"(?:(?<=[日号])\s*[-~]\s*(?=\d{1,2}月|[零一二三四五六七八九]{4}年)|(?:(?<=[%‰])|(?<=°C)|(?<=\d[千万亿]))\s*[-~]\s*(?=\d))"),
+            (re.compile(rf"(?:(?<=[日号])\s*[-~]\s*(?=\d{{1,2}}月|[{DIGITS}]{{4}}年)"
+                        r"|(?:(?<=[%‰])|(?<=°C)|(?<=\d[千万亿]))\s*[-~]\s*(?=\d))"),
              lambda m: "到"),
             (re.compile(r"(?<!\d)(\d{1,2})月(\d{1,2})(?=[日号])"), self._md),
             (re.compile(r"(?<![\d./])(\d{1,2})/(\d{1,2})(?![\d/])"), self._month_day),
@@ -76,7 +78,7 @@ class _Rules:
             # Three or more dash-joined groups that are not a date or a phone number: a code (取件 3-4-1187).
             (re.compile(r"(?<![\d.\-])\d{1,4}(?:-\d{1,4}){2,}(?![\d.\-])"), self._digit_string),
             # Not an amount: ¥120 and 120,000 are money and quantities, not the ambulance line.
-            (re.compile(rf"(?<![\d.A-Za-z¥$€£])(?:{service})(?![\d.]|,\d)"), self._service),
+            (re.compile(rf"(?<![\d.A-Za-z{signs}])(?:{service})(?![\d.]|,\d)"), self._service),
             (re.compile(r"(?<![A-Za-z\d.])[A-Z]{1,5}\d*(?:-[A-Z]*\d[A-Z\d]*)+"), self._digit_string),
             (re.compile(r"(?<![A-Za-z])[A-Z]{1,3}\d{3,}(?![\d.])|(?<![A-Za-z])[GDCKTZYSL]\d{1,4}(?=\s*次)"),
              self._digit_string),
