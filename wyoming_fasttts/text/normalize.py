@@ -61,7 +61,7 @@ class _Rules:
         return [
             (re.compile(rf"(?<![A-Za-z])([{d['plate_provinces']}])([A-Z])\s*[·.]?\s*(?=[A-Z\d]{{5,6}}(?![A-Za-z\d]))"
                         r"([A-Z]*\d[A-Z\d]*)"), self._plate),
-            (re.compile(r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])"), self._ip),
+            (re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?![\d.])(?:\s*[:：]\s*(\d{1,5})(?!\d))?"), self._ip),
             (re.compile(r"(?<![\d.])\d+(?:\.\d+)+(?![\d.])"), self._version),
             (re.compile(r"(?<!\d)(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})(?![\d.])(?:\s*[日号])?"), self._ymd),
             (re.compile(rf"(?:(?<=[日号])\s*[-~]\s*(?=\d{{1,2}}月|[{DIGITS}]{{4}}年)"
@@ -79,9 +79,14 @@ class _Rules:
             (re.compile(r"(?<![\d.\-])\d{1,4}(?:-\d{1,4}){2,}(?![\d.\-])"), self._digit_string),
             # Not an amount: ¥120 and 120,000 are money and quantities, not the ambulance line.
             (re.compile(rf"(?<![\d.A-Za-z{signs}])(?:{service})(?![\d.]|,\d)"), self._service),
-            (re.compile(r"(?<![A-Za-z\d.])[A-Z]{1,5}\d*(?:-[A-Z]*\d[A-Z\d]*)+"), self._digit_string),
-            (re.compile(r"(?<![A-Za-z])[A-Z]{1,3}\d{3,}(?![\d.])|(?<![A-Za-z])[GDCKTZYSL]\d{1,4}(?=\s*次)"),
+            # A dash joining letters and digits makes a code (KFR-35GW, E-101, i9-13900K); the dash is not read.
+            (re.compile(r"(?<![A-Za-z\d.])[A-Za-z]{1,5}\d*(?:-[A-Za-z]*\d[A-Za-z\d]*)+"), self._digit_string),
+            # Letters joined to three or more digits are a model or chip number (ESP8266, rtx4090), not a reading
+            # (CPU100%); one or two digits read as a number (ESP32, PS5), except in a train number (K1次).
+            (re.compile(r"(?<![A-Za-z])[A-Za-z]+\d{3,}(?!\d|\.\d|\s*[%‰°])|(?<![A-Za-z])[GDCKTZYSL]\d{1,4}(?=\s*次)"),
              self._digit_string),
+            # Video resolutions (1080P, 720p); 4K is a number of thousands and reads as one.
+            (re.compile(r"(?<![\d.A-Za-z])\d{3,4}(?=[pP](?![A-Za-z]))"), self._digit_string),
             (re.compile(rf"((?:{ratio})(?:是|为)?\s*)(\d+)\s*[:：]\s*(\d+)"), self._ratio),
             (re.compile(pair + r"(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?(?![\d:])(\s*[-~至]\s*(?=\d{1,2}[:：]\d{2}))?"),
              self._clock),
@@ -117,7 +122,9 @@ class _Rules:
         return m[1] + m[2] + _read_code(m[3])
 
     def _ip(self, m: re.Match[str]) -> str:
-        return "点".join(_read_code(part) for part in m[0].split("."))
+        """192.168.1.10:8123: each part a code, and a port after 冒号 (not a pause: it belongs to the address)."""
+        address, port = m.groups()
+        return "点".join(_read_code(part) for part in address.split(".")) + ("冒号" + _read_code(port) if port else "")
 
     def _version(self, m: re.Match[str]) -> str:
         """v3.2.1, 2025.11 版本: each part a number (a four-digit year part digit by digit); else untouched."""
@@ -291,11 +298,15 @@ _LATIN = r"[A-Za-z]+(?:['-][A-Za-z]+)*"
 _ELLIPSIS = re.compile(r"(?:\.{3,}|…+|。{3,})")
 _SPOKEN = re.compile(rf"({_LATIN}|[\u3400-\u9fff。，！？]+)|.", re.DOTALL)
 _MARKS = "。，！？"
+# A single long dash between two numbers marks a range (1998—2003, 9:00—18:00; GB/T 15834 writes 起止 so),
+# read like "-"; anywhere else it is a pause (pre_nfkc).
+_NUMBER_DASH = re.compile(r"(?<=\d)\s*[—―](?=\s*\d)")
 
 
 def normalize(text: str) -> str:
     """Only Chinese characters, Latin words and the pause marks ``。，！？`` remain; numbers are read out."""
     rules = _rules()
+    text = _NUMBER_DASH.sub("-", text)
     text = unicodedata.normalize("NFKC", rules.pre.sub(lambda m: rules.d["pre_nfkc"][m[0]], text))
     for pattern, reader in rules.rules:
         text = pattern.sub(reader, text)
