@@ -17,6 +17,8 @@ from .data import load_yaml
 from .numbers import DIGITS, cardinal, decimal, digits
 
 _NUM = r"\d+(?:\.\d+)?"
+# A whole number with thousands separators (1,650).
+_GROUPED = r"\d{1,3}(?:,\d{3})+"
 _Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
 
 
@@ -43,6 +45,7 @@ class _Rules:
         self.year_context = re.compile(rf"(?:{_alternation(d['year_context_before'])})$")
         self.pre = re.compile(_alternation(d["pre_nfkc"]))
         self.unit_re = re.compile(rf"\s*(?:{_alternation(self.units)})(?![A-Za-z])")
+        self.unit_chain = re.compile(rf"\d\s*(?:{_alternation(self.units)})$")
         self.rules = self._compile(d)
 
     def _compile(self, d: dict[str, Any]) -> list[_Rule]:
@@ -67,18 +70,25 @@ class _Rules:
             (re.compile(rf"(?:(?<=[日号])\s*[-~]\s*(?=\d{{1,2}}月|[{DIGITS}]{{4}}年)"
                         r"|(?:(?<=[%‰])|(?<=°C)|(?<=\d[千万亿]))\s*[-~]\s*(?=\d))"),
              lambda m: "到"),
+            # A dash after a value that ends in letters (1080P-4K, 2.4GHz-5GHz, 3V-5V) is a range too, not a minus;
+            # not inside a code, where letters or a dash come first (KFR-35GW-2).
+            (re.compile(r"(?<![A-Za-z\d.\-])(\d+(?:\.\d+)?\s*[A-Za-z]{1,4})\s*[-~]\s*(?=\d)"), lambda m: m[1] + "到"),
             (re.compile(r"(?<!\d)(\d{1,2})月(\d{1,2})(?=[日号])"), self._md),
             (re.compile(r"(?<![\d./])(\d{1,2})/(\d{1,2})(?![\d/])"), self._month_day),
-            # №3, 3#楼 (№ became # above); not a Markdown heading (## 1. …).
-            (re.compile(r"(?<!#)#\s?(\d+)(?![\d.])号?|(\d+)#(?!#)"), lambda m: (m[1] or m[2]) + "号"),
+            # №3, No.3, 3#楼 (№ became # above); not a Markdown heading (## 1. …).
+            (re.compile(r"(?:(?<!#)#|(?<![A-Za-z])N[oO]\.)\s?(\d+)(?![\d.])号?|(\d+)#(?!#)"),
+             lambda m: (m[1] or m[2]) + "号"),
+            # Letters, a dot, digits (H.265, G.711, Vol.3): the dot is said 点 and the digits follow the rule for
+            # digits joined to letters, rather than a pause that loses the number.
+            (re.compile(r"(?<![A-Za-z])([A-Za-z]+)\.(\d+(?:\.\d+)*)(?![\d.])"), self._letter_dot),
             (re.compile(rf"(?:{cue_before})(?:是|为|：|:|\s)*[A-Z]{{0,3}}-?(?:\d[\d -]*\d|\d)"), self._cued),
             (re.compile(rf"(?<![\d.])\d{{3,}}(?:-\d+)*(?=\s*(?:{cue_after}))"), self._digit_string),
             (re.compile(r"(?<![\d.\-])(?:\+86[\s-]*)?(?:1[3-9]\d[\s-]?\d{4}[\s-]?\d{4}|0\d{2,3}(?:-\d{7,8}|[\s-]\d{3,4}[\s-]\d{4})"
                         r"|400-?\d{3}-?\d{4})(?![\d.])"), self._digit_string),
             # Three or more dash-joined groups that are not a date or a phone number: a code (取件 3-4-1187).
             (re.compile(r"(?<![\d.\-])\d{1,4}(?:-\d{1,4}){2,}(?![\d.\-])"), self._digit_string),
-            # Not an amount: ¥120 and 120,000 are money and quantities, not the ambulance line.
-            (re.compile(rf"(?<![\d.A-Za-z{signs}])(?:{service})(?![\d.]|,\d)"), self._service),
+            # Not an amount: ¥120, 120,000 and 120GB are money and quantities, not the ambulance line.
+            (re.compile(rf"(?<![\d.A-Za-z{signs}])(?:{service})(?![\d.A-Za-z]|,\d)"), self._service),
             # A dash joining letters and digits makes a code (KFR-35GW, E-101, i9-13900K); the dash is not read.
             (re.compile(r"(?<![A-Za-z\d.])[A-Za-z]{1,5}\d*(?:-[A-Za-z]*\d[A-Za-z\d]*)+"), self._digit_string),
             # Letters joined to three or more digits are a model or chip number (ESP8266, rtx4090), not a reading
@@ -96,17 +106,20 @@ class _Rules:
             (re.compile(r"(?<=\d)\+(?!\s*\d)"), lambda m: "加"),
             (re.compile(rf"(-?)({money})\s*(\d(?:\d|,(?=\d{{3}}))*(?:\.\d+)?)(万|亿)?"), self._money),
             (re.compile(rf"(?<![\d.])(-?)({_NUM})\s*([%‰])"), self._percent),
-            (re.compile(r"(?<![\d.,])(-?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d{1,2})元"), self._yuan),
+            (re.compile(rf"(?<![\d.,])(-?)({_GROUPED}|\d+)(\.\d{{1,2}})元"), self._yuan),
             (re.compile(r"(?<![\d./])(\d+)/(\d+)(?![\d/])"), self._fraction),
             (re.compile(r"(?<![\d.])([5-9][05]|[01][05]|00)(?=后)"), lambda m: digits(m[1])),
             (re.compile(r"(?<![\d.])((?:19|20)\d\d)\s*[-~]\s*((?:19|20)\d\d)(?![\d.])"), self._year_range),
+            (re.compile(r"(?<![\d.])(\d{1,3})\s*[-~]\s*(\d{1,3})(?=年)"), self._short_range_of_years),
             (re.compile(rf"(?<![\d.])(-?)({_NUM})\s*[-~～]\s*(?=-?\d)"), self._range),
             (re.compile(r"(?<!\d)(\d{2,4})(?=年)"), self._year),
             (re.compile(rf"(?<=\d)\s*([{math}])\s*(?=[-\d])"), self._math),
-            (re.compile(rf"(?<![\d.A-Za-z])(-?)({_NUM})\s*({unit})(?![A-Za-z])"), self._unit),
+            (re.compile(rf"(?<![\d.])(-?)((?:{_GROUPED}|\d+)(?:\.\d+)?)\s*({unit})(?![A-Za-z])"), self._unit),
             (re.compile(rf"(?<=[\u3400-\u9fff])\s*/\s*(?=(?:{per}))"), lambda m: "每"),
             (re.compile(rf"(?<=[\u3400-\u9fff])\s*/\s*({unit})(?![A-Za-z])"), lambda m: "每" + self.units[m[1]]),
-            (re.compile(r"(?<![\d.])(-?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"), self._number),
+            (re.compile(rf"(?<![\d.])(-?)({_GROUPED}|\d+)(\.\d+)?"), self._number),
+            # Digits no rule above read (after a stray dot: 约.5) are still said: nothing the user wrote is dropped.
+            (re.compile(r"\d+"), lambda m: digits(m[0])),
         ]
 
     # --- readers -------------------------------------------------------------------------------
@@ -131,7 +144,11 @@ class _Rules:
         parts = m[0].split(".")
         before, after = m.string[: m.start()], m.string[m.end() :]
         cue = bool(_VERSION_BEFORE.search(before) or _VERSION_AFTER.match(after))
-        if len(parts) == 2 and not cue:
+        # Joined to a name (HA2024.12, iOS17.10), or a year.month after one (Home Assistant 2024.12), it is a version
+        # too, unless a unit or % makes it a reading (GPU85.5°C).
+        named = re.search(r"[A-Za-z]$" if len(parts[0]) < 4 else r"[A-Za-z]\s?$", before)
+        joined = bool(named) and not (self.unit_re.match(after) or _READING_AFTER.match(after))
+        if len(parts) == 2 and not (cue or joined):
             return m[0]
         if len(parts) == 3 and len(parts[0]) == 4 and not (cue or re.search(r"[A-Za-z]\s*$", before)):
             return m[0]  # 2025.06.18: a date
@@ -143,6 +160,12 @@ class _Rules:
         if 1 <= month <= 12 and 13 <= day <= 31 and not _FRACTION_AFTER.match(m.string[m.end() :]):
             return f"{cardinal(m[1])}月{cardinal(m[2])}日"
         return m[0]
+
+    def _letter_dot(self, m: re.Match[str]) -> str:
+        """H.265 → H点二六五, Vol.3 → Vol点三: nothing is dropped, and each part reads as digits joined to letters do
+        (three or more, or a leading zero, one by one like a model number; fewer as a number)."""
+        parts = m[2].split(".")
+        return m[1] + "点" + "点".join(_read_code(p) if len(p) >= 3 or p[0] == "0" else cardinal(p) for p in parts)
 
     def _cued(self, m: re.Match[str]) -> str:
         text = m[0]
@@ -201,7 +224,11 @@ class _Rules:
 
     def _year(self, m: re.Match[str]) -> str:
         number = m[1]
-        before, after = m.string[: m.start()], m.string[m.end() + 1 :]
+        counts = self._counts_years(number, m.string[: m.start()], m.string[m.end() + 1 :])
+        return cardinal(number, liang=True) if counts else digits(number)
+
+    def _counts_years(self, number: str, before: str, after: str) -> bool:
+        """Whether a 2-4 digit number before 年 (``after`` is what follows 年) is a count of years, not a year."""
         is_count = bool(self.year_before.search(before) or self.year_after.match(after))
         if len(number) < 4:
             is_count = is_count or bool(self.short_year_after.match(after))
@@ -209,7 +236,17 @@ class _Rules:
             is_count = is_count or not before.endswith(("公元", "公元前"))
         elif len(number) == 2 and not number.startswith("0"):
             is_count = is_count or (int(number) < self.d["short_year_min"] and not self.year_context.search(before))
-        return cardinal(number, liang=True) if is_count else digits(number)
+        return is_count
+
+    def _short_range_of_years(self, m: re.Match[str]) -> str:
+        """10~12年 is a span of years (十到十二年): its end must not read as a year (一二年) just because a range's 到
+        now precedes it. Two-digit years show themselves by a leading zero or a start past the end (98-02年)."""
+        start, end = m.groups()
+        zero_led = any(len(n) > 1 and n[0] == "0" for n in (start, end))
+        if zero_led or int(start) > int(end):
+            return digits(start) + "到" + digits(end)
+        before, after = m.string[: m.start()], m.string[m.end() :]
+        return self._read_number(before, start, after) + "到" + self._read_number(before, end, after)
 
     def _range(self, m: re.Match[str]) -> str:
         """The left end of 3-5天 or 2020-2024年 reads the way the right end will."""
@@ -239,12 +276,18 @@ class _Rules:
         return str(self.d["math_symbols"][m[1]])
 
     def _unit(self, m: re.Match[str]) -> str:
+        """A number and its unit. After Latin letters a letter unit belongs to a name (iPhone6s, LED5W), unless a
+        unit chain goes on (1h30min); a symbol unit is still a reading (GPU85°C)."""
         sign, number, unit = m.groups()
+        before = m.string[: m.start()]
+        if before[-1:].isascii() and before[-1:].isalpha() and unit[0].isascii() and not self.unit_chain.search(before):
+            return m[0]
         cue = self.unit_cues.get(unit)
-        if cue and not cue.search(m.string[max(0, m.start() - 8) : m.start()]):
+        if cue and not cue.search(before[-8:]):
             return m[0]
         reading = str(self.units[unit])
-        return self._sign(sign, reading) + decimal(number, liang=bool(self.liang_re.match(reading))) + reading
+        liang = bool(self.liang_re.match(reading))
+        return self._sign(sign, reading) + decimal(number.replace(",", ""), liang=liang) + reading
 
     def _number(self, m: re.Match[str]) -> str:
         sign, whole, frac = m.groups()
@@ -269,6 +312,7 @@ _FRACTION_AFTER = re.compile(r"\s*(?:的|之|左右|以上|以下)")
 _VERSION_BEFORE = re.compile(r"(?:(?<![A-Za-z])[vV]|版本号?[:：]?\s*|更新到\s*|升级到\s*)$")
 _VERSION_AFTER = re.compile(r"\s*版")
 _BIG_OR_MORE = re.compile(r"\s*[万亿多年]")
+_READING_AFTER = re.compile(r"\s*[%‰°]")
 
 
 def _yuan(amount: str) -> str:
