@@ -41,8 +41,8 @@ from wyoming_fasttts.export import reference as ref  # noqa: E402
 from wyoming_fasttts.synthesizer import Synthesizer  # noqa: E402
 from wyoming_fasttts.voices import VoiceBank  # noqa: E402
 
-TEXTS = ["洗衣机已经完成了本次的洗涤程序。", "好的，已经为您打开客厅的灯。", "您的快递已经放在小区东门。", "还没吃饭吗？",
-         "欢迎使用语音合成系统", "今天天气很好，我们一起去公园散步吧。"]
+TEXTS = ["洗衣机已经完成了本次的洗涤程序。", "好的，已经为您打开客厅的灯。", "您的快递已经放在小区东门。",
+         "还没吃饭吗？", "欢迎使用语音合成系统", "今天天气很好，我们一起去公园散步吧。"]
 
 
 def vocode(vocoder: ref.BatchedVocoder, aln: torch.Tensor, d: torch.Tensor, t_en: torch.Tensor,
@@ -91,7 +91,8 @@ def main() -> int:
     kmodel = ref.build_kmodel(assets.model, vocab, deterministic=True)
     durations_model, vocoder = ref.BatchedDurations(kmodel).eval(), ref.BatchedVocoder(kmodel).eval()
     rows = []
-    print(f"| piece | frames | cap {args.cap}: frames, dB, ends sooner ms | crop +{args.keep}: frames, dB, ends sooner ms |")
+    print(f"| piece | frames | cap {args.cap}: frames, dB, ends sooner ms "
+          f"| crop +{args.keep}: frames, dB, ends sooner ms |")
     print("|---|---|---|---|")
     for text in TEXTS:
         for piece in synth.sentences(text)[:2]:
