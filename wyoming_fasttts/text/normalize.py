@@ -46,6 +46,13 @@ class _Rules:
         self.pre = re.compile(_alternation(d["pre_nfkc"]))
         self.unit_re = re.compile(rf"\s*(?:{_alternation(self.units)})(?![A-Za-z])")
         self.unit_chain = re.compile(rf"\d\s*(?:{_alternation(self.units)})$")
+        # A unit after a number or the second end of a range (2kg, 2-3kg): the count before it takes 两.
+        self.unit_after = re.compile(rf"\s*(?:到\d+(?:\.\d+)?)?\s*({_alternation(self.units)})(?![A-Za-z])")
+        # What a rate's "/" may follow: a measure word, a unit or a currency (元/度, 次/分), not any word (早/晚).
+        measures = {*d["liang_words"], *d["per_words"], *map(str, self.units.values()), *d["currency_prefix"].values()}
+        self.measure_before = re.compile(rf"(?:{_alternation(measures)})$")
+        self.flight_cue = re.compile(_alternation(d["flight_cues"]))
+        self.reading_names = set(d["reading_names"])
         self.rules = self._compile(d)
 
     def _compile(self, d: dict[str, Any]) -> list[_Rule]:
@@ -61,7 +68,10 @@ class _Rules:
         per = _alternation(d["per_words"])
         # A clock or ratio pair is not part of a longer one (12:03:45) but may follow a colon (提醒：08:05).
         pair = r"(?<!\d[:：])(?<![\d.])"
+        train = _alternation(d["train_after"])
         return [
+            # A numbered list item at the start of a line (1. 取快递): its number, then a pause, not a decimal point.
+            (re.compile(r"(?m)^([ \t]*)(\d{1,2})[.)]\s*(?=[^\d\s.])"), lambda m: m[1] + cardinal(m[2]) + "，"),
             (re.compile(rf"(?<![A-Za-z])([{d['plate_provinces']}])([A-Z])\s*[·.]?\s*(?=[A-Z\d]{{5,6}}(?![A-Za-z\d]))"
                         r"([A-Z]*\d[A-Z\d]*)"), self._plate),
             (re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?![\d.])(?:\s*[:：]\s*(\d{1,5})(?!\d))?"), self._ip),
@@ -70,11 +80,16 @@ class _Rules:
             (re.compile(rf"(?:(?<=[日号])\s*[-~]\s*(?=\d{{1,2}}月|[{DIGITS}]{{4}}年)"
                         r"|(?:(?<=[%‰])|(?<=°C)|(?<=\d[千万亿]))\s*[-~]\s*(?=\d))"),
              lambda m: "到"),
+            # 40-60%: a percent sign written only at the end applies to both ends (百分之四十到百分之六十).
+            (re.compile(rf"(?<![\d.A-Za-z\-])({_NUM})\s*[-~]\s*(?=-?{_NUM}\s*([%‰]))"), lambda m: m[1] + m[2] + "到"),
+            # ~ or ≈ before a single value is 约 (~30分钟, ≈5kWh); after a value with its word it joins two (3天~5天).
+            (re.compile(r"(?<![\d%‰°.])\s*([~≈])\s*(?=[-+]?[¥$€£]?\d)"), self._about),
             # A dash after a value that ends in letters (1080P-4K, 2.4GHz-5GHz, 3V-5V) is a range too, not a minus;
             # not inside a code, where letters or a dash come first (KFR-35GW-2).
             (re.compile(r"(?<![A-Za-z\d.\-])(\d+(?:\.\d+)?\s*[A-Za-z]{1,4})\s*[-~]\s*(?=\d)"), lambda m: m[1] + "到"),
             (re.compile(r"(?<!\d)(\d{1,2})月(\d{1,2})(?=[日号])"), self._md),
-            (re.compile(r"(?<![\d./])(\d{1,2})/(\d{1,2})(?![\d/])"), self._month_day),
+            (re.compile(r"(?<![\d./])(\d{1,2})(/)(\d{1,2})(?![\d/])"), self._month_day),
+            (re.compile(r"(?<![\d.\-A-Za-z])(\d{1,2})(-)(\d{1,2})(?![\d\-:]|\.\d)"), self._month_day),
             # №3, No.3, 3#楼 (№ became # above); not a Markdown heading (## 1. …).
             (re.compile(r"(?:(?<!#)#|(?<![A-Za-z])N[oO]\.)\s?(\d+)(?![\d.])号?|(\d+)#(?!#)"),
              lambda m: (m[1] or m[2]) + "号"),
@@ -90,11 +105,18 @@ class _Rules:
             # Not an amount: ¥120, 120,000 and 120GB are money and quantities, not the ambulance line.
             (re.compile(rf"(?<![\d.A-Za-z{signs}])(?:{service})(?![\d.A-Za-z]|,\d)"), self._service),
             # A dash joining letters and digits makes a code (KFR-35GW, E-101, i9-13900K); the dash is not read.
-            (re.compile(r"(?<![A-Za-z\d.])[A-Za-z]{1,5}\d*(?:-[A-Za-z]*\d[A-Za-z\d]*)+"), self._digit_string),
-            # Letters joined to three or more digits are a model or chip number (ESP8266, rtx4090), not a reading
-            # (CPU100%); one or two digits read as a number (ESP32, PS5), except in a train number (K1次).
-            (re.compile(r"(?<![A-Za-z])[A-Za-z]+\d{3,}(?!\d|\.\d|\s*[%‰°])|(?<![A-Za-z])[GDCKTZYSL]\d{1,4}(?=\s*次)"),
+            # Not a minus before a temperature after a name (GPU-5°C is 零下五摄氏度, read by the unit rule).
+            (re.compile(r"(?<![A-Za-z\d.])[A-Za-z]{1,5}\d*(?:-[A-Za-z]*\d[A-Za-z\d]*)+(?![A-Za-z\d.]|\s*°)"),
              self._digit_string),
+            # Letters joined to three or more digits are a model or chip number (ESP8266, rtx4090), not a reading
+            # (CPU100%); one or two digits read as a number (ESP32, PS5), except in a train number (K1次, G7列车).
+            (re.compile(rf"(?<![A-Za-z])[A-Za-z]+\d{{3,}}(?!\d|\.\d|\s*[%‰°])|(?<![A-Za-z])[GDCKTZYSL]\d{{1,4}}(?=\s*(?:{train}))"),
+             self._digit_string),
+            # Two capitals and digits in a clause about flying are a flight number at any length (MU5航班, CA12).
+            (re.compile(r"(?<![A-Za-z\d])[A-Z]{2}\d{1,4}(?![A-Za-z\d]|\.\d)"), self._flight),
+            # A Latin word, a space and three or four digits: a model number too (RTX 4090, Xbox 360), unless the word
+            # names a reading (AQI 156) or the number counts or measures something (Pro 256GB, Home Assistant 2025年).
+            (re.compile(r"(?<![A-Za-z])([A-Za-z]{2,})\s+(\d{3,4})(?![A-Za-z\d]|\.\d|\s*[%‰°])"), self._spaced_model),
             # Video resolutions (1080P, 720p); 4K is a number of thousands and reads as one.
             (re.compile(r"(?<![\d.A-Za-z])\d{3,4}(?=[pP](?![A-Za-z]))"), self._digit_string),
             (re.compile(rf"((?:{ratio})(?:是|为)?\s*)(\d+)\s*[:：]\s*(\d+)"), self._ratio),
@@ -104,7 +126,7 @@ class _Rules:
             (re.compile(pair + r"(?<![A-Za-z])(\d+)[:：](\d+)(?![\d:])"), self._ratio),
             (re.compile(rf"\s*([{compare}])\s*(?=[-\d])"), lambda m: self.d["compare_symbols"][m[1]]),
             (re.compile(r"(?<=\d)\+(?!\s*\d)"), lambda m: "加"),
-            (re.compile(rf"(-?)({money})\s*(\d(?:\d|,(?=\d{{3}}))*(?:\.\d+)?)(万|亿)?"), self._money),
+            (re.compile(rf"(-?)({money})\s*(-?)(\d(?:\d|,(?=\d{{3}}))*(?:\.\d+)?)(万|亿)?"), self._money),
             (re.compile(rf"(?<![\d.])(-?)({_NUM})\s*([%‰])"), self._percent),
             (re.compile(rf"(?<![\d.,])(-?)({_GROUPED}|\d+)(\.\d{{1,2}})元"), self._yuan),
             (re.compile(r"(?<![\d./])(\d+)/(\d+)(?![\d/])"), self._fraction),
@@ -115,8 +137,8 @@ class _Rules:
             (re.compile(r"(?<!\d)(\d{2,4})(?=年)"), self._year),
             (re.compile(rf"(?<=\d)\s*([{math}])\s*(?=[-\d])"), self._math),
             (re.compile(rf"(?<![\d.])(-?)((?:{_GROUPED}|\d+)(?:\.\d+)?)\s*({unit})(?![A-Za-z])"), self._unit),
-            (re.compile(rf"(?<=[\u3400-\u9fff])\s*/\s*(?=(?:{per}))"), lambda m: "每"),
-            (re.compile(rf"(?<=[\u3400-\u9fff])\s*/\s*({unit})(?![A-Za-z])"), lambda m: "每" + self.units[m[1]]),
+            (re.compile(rf"(?<=[\u3400-\u9fff])\s*/\s*(?=(?:{per}))()"), self._per),
+            (re.compile(rf"(?<=[\u3400-\u9fff])\s*/\s*({unit})(?![A-Za-z])"), self._per),
             (re.compile(rf"(?<![\d.])(-?)({_GROUPED}|\d+)(\.\d+)?"), self._number),
             # Digits no rule above read (after a stray dot: 约.5) are still said: nothing the user wrote is dropped.
             (re.compile(r"\d+"), lambda m: digits(m[0])),
@@ -144,9 +166,9 @@ class _Rules:
         parts = m[0].split(".")
         before, after = m.string[: m.start()], m.string[m.end() :]
         cue = bool(_VERSION_BEFORE.search(before) or _VERSION_AFTER.match(after))
-        # Joined to a name (HA2024.12, iOS17.10), or a year.month after one (Home Assistant 2024.12), it is a version
+        # Joined to a name or after one and a space (HA2024.12, iOS 17.10, Home Assistant 2024.12), it is a version
         # too, unless a unit or % makes it a reading (GPU85.5°C).
-        named = re.search(r"[A-Za-z]$" if len(parts[0]) < 4 else r"[A-Za-z]\s?$", before)
+        named = re.search(r"[A-Za-z]\s?$", before)
         joined = bool(named) and not (self.unit_re.match(after) or _READING_AFTER.match(after))
         if len(parts) == 2 and not (cue or joined):
             return m[0]
@@ -155,11 +177,49 @@ class _Rules:
         return "点".join(digits(p) if len(p) == 4 or (len(p) > 1 and p[0] == "0") else cardinal(p) for p in parts)
 
     def _month_day(self, m: re.Match[str]) -> str:
-        """5/20 is a date when it can only be one (day 13–31); 1/5 stays a fraction."""
-        month, day = int(m[1]), int(m[2])
-        if 1 <= month <= 12 and 13 <= day <= 31 and not _FRACTION_AFTER.match(m.string[m.end() :]):
-            return f"{cardinal(m[1])}月{cardinal(m[2])}日"
+        """5/20 and 12-25 are dates when they can only be one (day 13–31); 1/5 stays a fraction, and a dash pair that
+        counts or measures something (10-15分钟, 12-25℃, 第1-15集) a range."""
+        month, sep, day = m.groups()
+        before, after = m.string[: m.start()], m.string[m.end() :]
+        if sep == "-" and (self._counts(after) or before.endswith("第")):
+            return m[0]
+        if 1 <= int(month) <= 12 and 13 <= int(day) <= 31 and not _FRACTION_AFTER.match(after):
+            return f"{cardinal(month)}月{cardinal(day)}日"
         return m[0]
+
+    def _counts(self, after: str) -> bool:
+        """Whether a measure word, an ordinal word, a unit or 万/亿/多/年 right after a number shows it counts or
+        measures something rather than naming it (120个 is no dialled number, 10-15分钟 no date)."""
+        counts = (self.liang_re, self.ordinal_re, self.unit_re, _BIG_OR_MORE, _READING_AFTER)
+        return any(r.match(after) for r in counts)
+
+    def _about(self, m: re.Match[str]) -> str:
+        """~ and ≈ before a single value say it is approximate (约); written after a value and its word (3天~5天,
+        1度≈0.5元) they join two values, as a range's 到 and maths' 约等于 do."""
+        if re.search(r"\d[\u3400-\u9fffA-Za-z]{1,3}\s*$", m.string[: m.start()]):
+            return "到" if m[1] == "~" else str(self.d["math_symbols"][m[1]])
+        return "约"
+
+    def _flight(self, m: re.Match[str]) -> str:
+        """MU5, CA12: a flight number only in a clause about flying; elsewhere (PS5) the name rules read it."""
+        head = max((c.end() for c in _CLAUSE_END.finditer(m.string, 0, m.start())), default=0)
+        tail = _CLAUSE_END.search(m.string, m.end())
+        if self.flight_cue.search(m.string, head, tail.start() if tail else len(m.string)):
+            return _read_code(m[0])
+        return m[0]
+
+    def _spaced_model(self, m: re.Match[str]) -> str:
+        """RTX 4090 → RTX四零九零; a reading's name (AQI 156) or a count or size (Pro 256GB) is left to later rules."""
+        if m[1] in self.reading_names or self._counts(m.string[m.end() :]):
+            return m[0]
+        return m[1] + _read_code(m[2])
+
+    def _per(self, m: re.Match[str]) -> str:
+        """A "/" reads 每 only after a measure word, unit or currency (元/度, 次/分); between two other words
+        (早/晚高峰) it is left to be dropped, so the words join as they are said (早晚高峰)."""
+        if not self.measure_before.search(m.string[: m.start()]):
+            return m[0]
+        return "每" + (str(self.units[m[1]]) if m[1] else "")
 
     def _letter_dot(self, m: re.Match[str]) -> str:
         """H.265 → H点二六五, Vol.3 → Vol点三: nothing is dropped, and each part reads as digits joined to letters do
@@ -178,9 +238,7 @@ class _Rules:
 
     def _service(self, m: re.Match[str]) -> str:
         """110, 12345 …: dialled numbers, unless a measure word shows they count something (120个)."""
-        after = m.string[m.end() :]
-        counts = (self.liang_re, self.ordinal_re, self.unit_re, _BIG_OR_MORE)
-        return m[0] if any(r.match(after) for r in counts) else _read_code(m[0])
+        return m[0] if self._counts(m.string[m.end() :]) else _read_code(m[0])
 
     def _ratio(self, m: re.Match[str]) -> str:
         *cue, a, b = m.groups()
@@ -202,7 +260,8 @@ class _Rules:
         return out + (("至" if "至" in until else "到") if until else "")
 
     def _money(self, m: re.Match[str]) -> str:
-        sign, symbol, amount, big = m.groups()
+        sign, symbol, inner_sign, amount, big = m.groups()
+        sign = sign or inner_sign  # -¥35 and ¥-35 are both 负
         unit = self.d["currency_prefix"][symbol]
         amount = amount.replace(",", "")
         if unit in self.d["jiao_fen_units"] and "." in amount and not big:
@@ -270,7 +329,24 @@ class _Rules:
             return ""
         unit = re.match(rf"[-~到\d.\s]*({_alternation(self.units)})?", after)
         reading = self.units.get(unit[1], "") if unit and unit[1] else after.lstrip("-~到0123456789. ")
-        return "零下" if reading.startswith(tuple(self.temperature)) else "负"
+        return "零下" if self._is_temperature(reading) else "负"
+
+    def _is_temperature(self, reading: str) -> bool:
+        return reading.startswith(tuple(self.temperature))
+
+    def _liang_unit(self, unit: str) -> bool:
+        """A bare 2 before a unit of measure is 两 (2kg → 两千克, 2GB → 两GB); before a temperature it names a point on
+        a scale and stays 二 (二摄氏度)."""
+        return not self._is_temperature(str(self.units[unit]))
+
+    def _takes_liang(self, after: str) -> bool:
+        """Whether a bare 2 before ``after`` is 两: a measure word, or a unit of measure, also at the far end of a range
+        (2-3kg → 两到三千克). A unit that needs a cue word (A) counts only where the unit rule has read it, so a seat
+        keeps its 二 (座位2A)."""
+        if self.liang_re.match(after):
+            return True
+        unit = self.unit_after.match(after)
+        return unit is not None and unit[1] not in self.unit_cues and self._liang_unit(unit[1])
 
     def _math(self, m: re.Match[str]) -> str:
         return str(self.d["math_symbols"][m[1]])
@@ -286,8 +362,7 @@ class _Rules:
         if cue and not cue.search(before[-8:]):
             return m[0]
         reading = str(self.units[unit])
-        liang = bool(self.liang_re.match(reading))
-        return self._sign(sign, reading) + decimal(number.replace(",", ""), liang=liang) + reading
+        return self._sign(sign, reading) + decimal(number.replace(",", ""), liang=self._liang_unit(unit)) + reading
 
     def _number(self, m: re.Match[str]) -> str:
         sign, whole, frac = m.groups()
@@ -301,11 +376,12 @@ class _Rules:
         measure word or 万/亿 shows an amount: 2000000元 → 两百万元)."""
         if "." in number:
             return decimal(number)
-        amount = bool(re.match(r"\s*[万亿]", after) or self.liang_re.match(after))
+        liang = self._takes_liang(after)
+        amount = bool(re.match(r"\s*[万亿]", after)) or liang
         if len(number) > 1 and (number.startswith("0") or len(number) >= 7) and not amount:
             return _read_code(number)
         ordinal = before.endswith("第") or bool(self.ordinal_re.match(after))
-        return cardinal(number, liang=not ordinal and bool(self.liang_re.match(after)), big_liang=not ordinal)
+        return cardinal(number, liang=not ordinal and liang, big_liang=not ordinal)
 
 
 _FRACTION_AFTER = re.compile(r"\s*(?:的|之|左右|以上|以下)")
@@ -313,6 +389,7 @@ _VERSION_BEFORE = re.compile(r"(?:(?<![A-Za-z])[vV]|版本号?[:：]?\s*|更新�
 _VERSION_AFTER = re.compile(r"\s*版")
 _BIG_OR_MORE = re.compile(r"\s*[万亿多年]")
 _READING_AFTER = re.compile(r"\s*[%‰°]")
+_CLAUSE_END = re.compile(r"[。！？，,；;\n]")
 
 
 def _yuan(amount: str) -> str:
