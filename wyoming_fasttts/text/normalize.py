@@ -53,6 +53,9 @@ class _Rules:
         self.measure_before = re.compile(rf"(?:{_alternation(measures)})$")
         self.flight_cue = re.compile(_alternation(d["flight_cues"]))
         self.reading_names = set(d["reading_names"])
+        self.version_before = re.compile(
+            rf"(?:(?<![A-Za-z])[vV]|(?:{_alternation(d['version_cues_before'])})[:：]?\s*)$")
+        self.not_measure = re.compile(rf"\s*(?:{_alternation(d['not_measure_words'])})")
         self.rules = self._compile(d)
 
     def _compile(self, d: dict[str, Any]) -> list[_Rule]:
@@ -130,7 +133,8 @@ class _Rules:
             (re.compile(rf"(?<![\d.])(-?)({_NUM})\s*([%‰])"), self._percent),
             (re.compile(rf"(?<![\d.,])(-?)({_GROUPED}|\d+)(\.\d{{1,2}})元"), self._yuan),
             (re.compile(r"(?<![\d./])(\d+)/(\d+)(?![\d/])"), self._fraction),
-            (re.compile(r"(?<![\d.])([5-9][05]|[01][05]|00)(?=后)"), lambda m: digits(m[1])),
+            # Generations (80后, 05后, 20后): the decade's digits, as a year is read.
+            (re.compile(r"(?<![\d.])([5-9][05]|[01][05]|[02]0)(?=后)"), lambda m: digits(m[1])),
             (re.compile(r"(?<![\d.])((?:19|20)\d\d)\s*[-~]\s*((?:19|20)\d\d)(?![\d.])"), self._year_range),
             (re.compile(r"(?<![\d.])(\d{1,3})\s*[-~]\s*(\d{1,3})(?=年)"), self._short_range_of_years),
             (re.compile(rf"(?<![\d.])(-?)({_NUM})\s*[-~～]\s*(?=-?\d)"), self._range),
@@ -165,7 +169,7 @@ class _Rules:
         """v3.2.1, 2025.11 版本: each part a number (a four-digit year part digit by digit); else untouched."""
         parts = m[0].split(".")
         before, after = m.string[: m.start()], m.string[m.end() :]
-        cue = bool(_VERSION_BEFORE.search(before) or _VERSION_AFTER.match(after))
+        cue = bool(self.version_before.search(before) or _VERSION_AFTER.match(after))
         # Joined to a name or after one and a space (HA2024.12, iOS 17.10, Home Assistant 2024.12), it is a version
         # too, unless a unit or % makes it a reading (GPU85.5°C).
         named = re.search(r"[A-Za-z]\s?$", before)
@@ -181,7 +185,7 @@ class _Rules:
         counts or measures something (10-15分钟, 12-25℃, 第1-15集) a range."""
         month, sep, day = m.groups()
         before, after = m.string[: m.start()], m.string[m.end() :]
-        if sep == "-" and (self._counts(after) or before.endswith("第")):
+        if sep == "-" and (self._counts(after) or _after_ordinal(before)):
             return m[0]
         if 1 <= int(month) <= 12 and 13 <= int(day) <= 31 and not _FRACTION_AFTER.match(after):
             return f"{cardinal(month)}月{cardinal(day)}日"
@@ -191,7 +195,8 @@ class _Rules:
         """Whether a measure word, an ordinal word, a unit or 万/亿/多/年 right after a number shows it counts or
         measures something rather than naming it (120个 is no dialled number, 10-15分钟 no date)."""
         counts = (self.liang_re, self.ordinal_re, self.unit_re, _BIG_OR_MORE, _READING_AFTER)
-        return any(r.match(after) for r in counts)
+        # Longest word wins: 家里 or 下午 after a number is no measure word 家 or 下 (12-20 家里没人 is a date).
+        return not self.not_measure.match(after) and any(r.match(after) for r in counts)
 
     def _about(self, m: re.Match[str]) -> str:
         """~ and ≈ before a single value say it is approximate (约); written after a value and its word (3天~5天,
@@ -246,10 +251,12 @@ class _Rules:
 
     def _clock(self, m: re.Match[str]) -> str:
         h, mi, s, until = m.groups()
+        # PM10：41μg/m³, CO2：680: digits joined to a Latin name are the name's, and a reading follows the colon, even
+        # where the two could make a time. Not the T of an ISO timestamp (…日T10:30), which is no name.
+        name = re.search(r"(?<![A-Za-z])[A-Za-z]+$", m.string[: m.start()])
+        if name and name[0] not in ("T", "t"):
+            return m[0]
         if int(h) > 24 or int(mi) > 59 or (s and int(s) > 59):
-            before = m.string[m.start() - 1 : m.start()]
-            if before.isascii() and before.isalpha():
-                return m[0]  # PM10：85: a name's digits, then a reading after the colon
             return f"{cardinal(h)}比{cardinal(mi)}" + (f"比{cardinal(s)}" if s else "")
         out = cardinal(h, liang=True) + "点"
         s = s if s and int(s) else None  # 09:00:00 is 九点
@@ -380,16 +387,20 @@ class _Rules:
         amount = bool(re.match(r"\s*[万亿]", after)) or liang
         if len(number) > 1 and (number.startswith("0") or len(number) >= 7) and not amount:
             return _read_code(number)
-        ordinal = before.endswith("第") or bool(self.ordinal_re.match(after))
+        ordinal = _after_ordinal(before) or bool(self.ordinal_re.match(after))
         return cardinal(number, liang=not ordinal and liang, big_liang=not ordinal)
 
 
 _FRACTION_AFTER = re.compile(r"\s*(?:的|之|左右|以上|以下)")
-_VERSION_BEFORE = re.compile(r"(?:(?<![A-Za-z])[vV]|版本号?[:：]?\s*|更新到\s*|升级到\s*)$")
 _VERSION_AFTER = re.compile(r"\s*版")
 _BIG_OR_MORE = re.compile(r"\s*[万亿多年]")
 _READING_AFTER = re.compile(r"\s*[%‰°]")
 _CLAUSE_END = re.compile(r"[。！？，,；;\n]")
+
+
+def _after_ordinal(before: str) -> bool:
+    """第 makes an ordinal also with spaces before the number (第 2 次 → 第二次, as 第2次), so 2 is 二, never 两."""
+    return before.rstrip().endswith("第")
 
 
 def _yuan(amount: str) -> str:

@@ -130,6 +130,47 @@ def test_announcement_rules_from_the_fourth_held_out_set():
     assert normalize("请拨120") == "请拨幺二零"
 
 
+
+def test_announcement_rules_from_the_fifth_held_out_set():
+    """General rules for announce_holdout5.tsv's first-run misses, checked on sentences outside the sets."""
+    # Digits joined to a Latin name before a colon are the name's, and a reading follows: no clock time.
+    assert normalize("卧室PM10：35μg/m³") == "卧室PM十，三十五微克每立方米"
+    assert normalize("书房CO2：820ppm") == "书房CO二，八百二十ppm"
+    assert normalize("明早08:30出门，会议10:30开始") == "明早八点三十分出门，会议十点三十分开始"
+    assert normalize("2026-12-01T10:30") == "二零二六年十二月一日T十点三十分"
+    # An m-d date (day 13-31) holds before a space and a word that only starts with a measure word's character.
+    assert normalize("12-25 晚上聚餐") == "十二月二十五日晚上聚餐"
+    assert normalize("11-18 下午有雨") == "十一月十八日下午有雨"
+    assert normalize("10-15分钟") == "十到十五分钟"
+    assert normalize("12-25℃") == "十二到二十五摄氏度"
+    assert normalize("第1-15集") == "第一到十五集"
+    assert normalize("需要 10-15 天") == "需要十到十五天"
+    assert normalize("12-20 家店") == "十二到二十家店"
+    # National service numbers read digit by digit, also after a space; a count of them is still a quantity.
+    assert normalize("有问题请拨打银行客服 95566") == "有问题请拨打银行客服九五五六六"
+    assert normalize("快递 95338") == "快递九五三三八"
+    assert normalize("95598元") == "九万五千五百九十八元"
+    # The last digits of a number given as a check are a code.
+    assert normalize("银行卡末四位 0371") == "银行卡末四位零三七幺"
+    assert normalize("身份证后六位 101235") == "身份证后六位幺零幺二三五"
+    # After a version word a dotted number is a version; without one a year.month.day stays a date.
+    assert normalize("固件 2026.01 已推送") == "固件二零二六点零一已推送"
+    assert normalize("firmware 2026.11.2") == "firmware二零二六点十一点二"
+    assert normalize("2026.11.29 到期") == "二零二六年十一月二十九日到期"
+    assert normalize("固件更新将于2026.11.29完成") == "固件更新将于二零二六年十一月二十九日完成"
+    # 第 makes an ordinal with spaces too; a count keeps 两.
+    assert normalize("你排第 2 名") == "你排第二名"
+    assert normalize("第 12 次") == "第十二次"
+    assert normalize("还有 2 次机会") == "还有两次机会"
+    # Generations up to 20后 read their digits; other numbers before 后 are amounts.
+    assert normalize("20后和10后") == "二零后和一零后"
+    assert normalize("20分钟后") == "二十分钟后"
+    assert normalize("30后") == "三十后"
+    # An account number in spaced groups is one code.
+    assert normalize("缴费户号 3301 2266") == "缴费户号三三零幺二二六六"
+    assert normalize("卡号 6222 0212 3456 789") == "卡号六二二二零二幺二三四五六七八九"
+    assert normalize("有 2 户") == "有两户"
+
 def test_nothing_the_user_wrote_is_dropped_around_latin_names():
     """Bugs around Latin letters: a dotted standard name, a reading right after a name, a year-version, a range."""
     # Letters, a dot and digits: 点, then the digits as after letters (three or more one by one); No. is 号.
