@@ -35,6 +35,19 @@ def test_a_bucket_step_below_one_is_refused(tmp_path: Path) -> None:
         load_settings(_user_file(tmp_path, "engine:\n  buckets:\n    frames: [0, 64]\n"))
 
 
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_stage_2_precision_is_fp32_or_fp16(tmp_path: Path, precision: str) -> None:
+    settings = load_settings(_user_file(tmp_path, f"engine:\n  precision: {precision}\n"))
+    assert settings.engine.precision == precision
+    assert load_settings(overrides={"engine.precision": precision}).engine.precision == precision
+
+
+@pytest.mark.parametrize("precision", ["int8", "bf16", "FP16", "half"])
+def test_any_other_precision_is_refused(tmp_path: Path, precision: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape("engine.precision must be fp32 or fp16")):
+        load_settings(_user_file(tmp_path, f"engine:\n  precision: {precision}\n"))
+
+
 def test_an_unknown_setting_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=re.escape("unknown setting scheduler.max_bach")):
         load_settings(_user_file(tmp_path, "scheduler:\n  max_bach: 4\n"))
