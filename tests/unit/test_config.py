@@ -70,3 +70,14 @@ def test_the_plan_cache_defaults_to_the_platform_cache_not_the_working_directory
     assert load_settings().engine.engine_path == Path.home() / ".cache" / "wyoming-fasttts" / "engines"
     chosen = load_settings(overrides={"engine.engine_dir": str(tmp_path / "plans")}).engine.engine_path
     assert chosen == tmp_path / "plans"
+
+
+@pytest.mark.parametrize("command", ["build-engine"])
+def test_the_cli_offers_both_precisions(command: str) -> None:
+    """``build-engine --precision fp16`` reaches the settings (plans are keyed on it); other values are refused."""
+    from wyoming_fasttts.__main__ import build_parser
+
+    parser = build_parser(command)
+    assert parser.parse_args([command, "--precision", "fp16"]).precision == "fp16"
+    with pytest.raises(SystemExit):
+        parser.parse_args([command, "--precision", "int8"])
