@@ -6,9 +6,9 @@ convolutions (slowly: ~90 s on 2 cores for two short rows), so the module the fp
 checked here, masks and padding included (a batch of two lengths); the exported graph itself is checked on the
 GPU by ``doctor`` and ``benchmarks/gpu_fp16_torch.py`` / ``gpu_variants.py --part P``.
 
-Bounds: fp16 against float32 on these rows measured 0.10-0.19 dB log-mel (CPU, 2026-12-01; a 3-row batch of
-longer sentences 0.41 dB), against 0.19-0.22 dB between ONNX Runtime CUDA fp32 and the CPU reference in
-``doctor`` and ~1 dB between float and int8 weights.
+Bounds: fp16 against float32 measured 0.10 / 0.19 dB log-mel for these two sentences (CPU, 2026-12-01, in a
+batch with a longer one, which gave 0.41 dB; 0.12-0.48 dB on the H200), against 0.19-0.22 dB between ONNX
+Runtime CUDA fp32 and the CPU reference in ``doctor`` and ~1 dB between float and int8 weights.
 """
 
 from __future__ import annotations
