@@ -4,6 +4,8 @@ the engine took is then the engine's alone; the CUDA context, made first by a on
 
     python benchmarks/gpu_variants.py --inputs inputs.json --data-dir D [--runs 40] --out variants.json
 
+Part P: stage 2 in fp32 against fp16 (``engine.precision``) at the shipped buckets: memory, start-up, replay
+at batch 1 / 4 / 8 / 16, stage 1 alone, and the fp16 audio against fp32's (batch 1 and every row of batch 16).
 Part K: ONNX Runtime CUDA provider knobs (cuDNN algorithm search, layouts, TF32, conv+bias fusion) over the
 shipped ``engine.cuda_provider_options``, at exact buckets that hold the benchmark sentence at batch 1, 8 and 16:
 replay time, stage 1 alone, memory and the batch-1 audio against the shipped options' (parity).
@@ -71,7 +73,8 @@ def one(spec: dict[str, Any]) -> dict[str, Any]:
     from wyoming_fasttts.graphs.batched import ensure_batched_graphs
 
     data = Path(spec["data_dir"])
-    graphs = ensure_batched_graphs(ModelAssets(data / "kokoro-v1.0.int8.onnx", data / "vocab.json", data), data)
+    graphs = ensure_batched_graphs(ModelAssets(data / "kokoro-v1.0.int8.onnx", data / "vocab.json", data), data,
+                                   spec.get("precision", "fp32"))
     item = json.loads(Path(spec["inputs"]).read_text())["items"][0]
     sentence = SynthesisItem(np.asarray(item["ids"], np.int64), np.asarray(item["style"], np.float32))
     b = spec["buckets"]
@@ -101,6 +104,8 @@ def one(spec: dict[str, Any]) -> dict[str, Any]:
                            "replay": engine.replay, "options": providers[0][1] if not cpu else {}}
     if spec.get("audio_out"):  # batch 1's audio, for the parity of option sets against the shipped one
         np.save(spec["audio_out"], engine.run([sentence])[0])
+    if spec.get("batch_audio_out"):  # every row of the largest batch (NaN anywhere in it shows up here)
+        np.save(spec["batch_audio_out"], np.stack(engine.run([sentence] * max(spec.get("batches", [16])))))
     for rows in spec.get("batches", [1, 8, 16]):
         ms = []
         for _ in range(spec["runs"]):
@@ -149,6 +154,43 @@ def knobs(base: dict[str, Any], stem: Path) -> dict[str, Any]:
     return rows
 
 
+def precisions(base: dict[str, Any], stem: Path, rounds: int) -> dict[str, Any]:
+    """Part P: stage 2 in fp32 and in fp16 (``engine.precision``), the shipped buckets and options, each in a
+    process of its own (NVML memory is then the engine's alone), alternating for ``rounds`` rounds; the fp16
+    audio against fp32's at batch 1 and at batch 16 (relative L2, mel distance, NaN count)."""
+    from wyoming_fasttts.doctor.parity import mel_distance_db
+
+    shipped = load_shipped()
+    rows: dict[str, Any] = {}
+    for k in range(rounds):
+        for precision in ("fp32", "fp16"):
+            audio, batch = f"{stem}-{precision}.npy", f"{stem}-{precision}-b16.npy"
+            row = spawn({**base, **shipped, "precision": precision, "batches": [1, 4, 8, 16], "audio_out": audio,
+                         "batch_audio_out": batch}, 400)
+            if "error" not in row and k == 0 and precision == "fp16" and Path(f"{stem}-fp32.npy").exists():
+                for kind, ref_file, got_file in (("b1", f"{stem}-fp32.npy", audio),
+                                                 ("b16", f"{stem}-fp32-b16.npy", batch)):
+                    ref, got = np.load(ref_file), np.load(got_file)
+                    n = min(ref.shape[-1], got.shape[-1])
+                    ref, got = ref[..., :n].reshape(-1, n), got[..., :n].reshape(-1, n)
+                    row[f"{kind}_nan"] = int(np.isnan(got).sum())
+                    row[f"{kind}_rel_l2_vs_fp32"] = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+                    row[f"{kind}_mel_db_vs_fp32"] = max(mel_distance_db(r, g) for r, g in zip(ref, got, strict=True))
+                    row[f"{kind}_rows_equal"] = bool(np.array_equal(got, got[:1].repeat(len(got), axis=0)))
+            rows[f"{precision} round {k + 1}"] = row
+            print(f"P {precision} round {k + 1}: {row}", flush=True)
+    return rows
+
+
+def load_shipped() -> dict[str, Any]:
+    """The shipped buckets and batch_frames (``defaults.yaml``), as a spec for ``one``."""
+    from wyoming_fasttts.config import load_settings
+
+    eng = load_settings().engine
+    return {"buckets": {"rows": list(eng.buckets.rows), "tokens": list(eng.buckets.tokens),
+                        "frames": list(eng.buckets.frames)}, "batch_frames": eng.batch_frames}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -157,7 +199,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--budget-mib", type=float, default=1430, help="engine, CUDA context apart (issue 13: 1.5 GB)")
     parser.add_argument("--out", default="gpu_variants.json", help="the report; part B adds to part A's")
-    parser.add_argument("--part", choices=("K", "A", "B", "all"), default="all")
+    parser.add_argument("--part", choices=("K", "A", "B", "P", "all"), default="all")
+    parser.add_argument("--rounds", type=int, default=1, help="part P: fp32/fp16 rounds, alternating")
     parser.add_argument("--cuda", default="{}", help="part B: provider options (JSON) over the shipped ones; "
                         "default: part A's choice")
     parser.add_argument("--config-out", default="best.yaml")
@@ -169,11 +212,17 @@ def main() -> None:
     from wyoming_fasttts.graphs.batched import ensure_batched_graphs
 
     data = Path(args.data_dir)  # exported once here (CPU), before the timed processes
-    ensure_batched_graphs(ModelAssets(data / "kokoro-v1.0.int8.onnx", data / "vocab.json", data), data)
+    assets = ModelAssets(data / "kokoro-v1.0.int8.onnx", data / "vocab.json", data)
+    for precision in ("fp32", "fp16") if args.part == "P" else ("fp32",):
+        ensure_batched_graphs(assets, data, precision)
     base = {"inputs": args.inputs, "data_dir": args.data_dir, "runs": args.runs}
     out = Path(args.out)
     report: dict[str, Any] = json.loads(out.read_text()) if args.part == "B" and out.exists() else \
         {"date": time.strftime("%Y-%m-%d %H:%M"), "A": {}, "B": {}}
+    if args.part == "P":
+        report["P"] = precisions(base, Path(tempfile.mkdtemp()) / "precision", args.rounds)
+        out.write_text(json.dumps(report, indent=1))
+        return
     if args.part == "K":
         report["K"] = knobs(base, Path(tempfile.mkdtemp()) / "knob")
         out.write_text(json.dumps(report, indent=1))

@@ -247,9 +247,8 @@ def validate(settings: Settings) -> None:
         raise ConfigError("--engine triton needs at least one --triton-url grpc://HOST:PORT (or triton.urls)")
     if settings.engine.batched not in ("auto", "always", "never"):
         raise ConfigError("engine.batched must be auto, always or never")
-    if settings.engine.precision != "fp32":
-        raise ConfigError("engine.precision must be fp32: a plain fp16 stage 2 outputs NaN and the fp32 islands "
-                          "it needs are not done (docs/TENSORRT.md)")
+    if settings.engine.precision not in ("fp32", "fp16"):
+        raise ConfigError("engine.precision must be fp32 or fp16 (stage 2 of the batched GPU graphs)")
     if not MIN_SPEED <= settings.voice.speed <= MAX_SPEED:
         raise ConfigError(f"voice.speed must be between {MIN_SPEED} and {MAX_SPEED}")
     if settings.assets.source not in ("registry", "hub"):

@@ -47,3 +47,19 @@ def test_the_key_follows_the_model_and_the_format_version(tmp_path: Path, monkey
     assert export.cache_key(second) != key
     monkeypatch.setattr(export, "FORMAT_VERSION", export.FORMAT_VERSION + 1)
     assert export.cache_key(first) != key
+
+
+def test_each_precision_has_its_own_key_and_fp32_keeps_the_old_one(tmp_path: Path) -> None:
+    """An fp16 stage 2 is a different graph: it must never be served for fp32 or the other way round. The
+    fp32 key is the one computed before precisions existed, so caches (and the GPU image's prebuilt graphs)
+    exported then stay valid."""
+    import hashlib
+
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"stand-in model bytes")
+    digest = hashlib.sha256(b"stand-in model bytes").hexdigest()
+    legacy = hashlib.sha256(f"{digest}:batched-format-{export.FORMAT_VERSION}".encode()).hexdigest()[:20]
+    assert export.cache_key(model) == export.cache_key(model, "fp32") == legacy
+    assert export.cache_key(model, "fp16") not in (legacy, "")
+    with pytest.raises(ValueError, match="precision"):
+        export.cache_key(model, "int8")

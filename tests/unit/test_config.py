@@ -35,6 +35,19 @@ def test_a_bucket_step_below_one_is_refused(tmp_path: Path) -> None:
         load_settings(_user_file(tmp_path, "engine:\n  buckets:\n    frames: [0, 64]\n"))
 
 
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_stage_2_precision_is_fp32_or_fp16(tmp_path: Path, precision: str) -> None:
+    settings = load_settings(_user_file(tmp_path, f"engine:\n  precision: {precision}\n"))
+    assert settings.engine.precision == precision
+    assert load_settings(overrides={"engine.precision": precision}).engine.precision == precision
+
+
+@pytest.mark.parametrize("precision", ["int8", "bf16", "FP16", "half"])
+def test_any_other_precision_is_refused(tmp_path: Path, precision: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape("engine.precision must be fp32 or fp16")):
+        load_settings(_user_file(tmp_path, f"engine:\n  precision: {precision}\n"))
+
+
 def test_an_unknown_setting_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=re.escape("unknown setting scheduler.max_bach")):
         load_settings(_user_file(tmp_path, "scheduler:\n  max_bach: 4\n"))
@@ -57,3 +70,14 @@ def test_the_plan_cache_defaults_to_the_platform_cache_not_the_working_directory
     assert load_settings().engine.engine_path == Path.home() / ".cache" / "wyoming-fasttts" / "engines"
     chosen = load_settings(overrides={"engine.engine_dir": str(tmp_path / "plans")}).engine.engine_path
     assert chosen == tmp_path / "plans"
+
+
+@pytest.mark.parametrize("command", ["build-engine"])
+def test_the_cli_offers_both_precisions(command: str) -> None:
+    """``build-engine --precision fp16`` reaches the settings (plans are keyed on it); other values are refused."""
+    from wyoming_fasttts.__main__ import build_parser
+
+    parser = build_parser(command)
+    assert parser.parse_args([command, "--precision", "fp16"]).precision == "fp16"
+    with pytest.raises(SystemExit):
+        parser.parse_args([command, "--precision", "int8"])

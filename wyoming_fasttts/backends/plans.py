@@ -372,7 +372,7 @@ def gpu_stage_graphs(settings: Settings, assets: ModelAssets) -> StageGraphs:
     mode = settings.engine.batched
     if mode != "never":
         try:
-            batched = ensure_batched_graphs(assets, settings.assets.data_path)
+            batched = ensure_batched_graphs(assets, settings.assets.data_path, settings.engine.precision)
         except ExportError as err:
             if mode == "always":
                 raise EngineError(str(err)) from err

@@ -15,7 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_settings_arguments(parser)
     parser.add_argument("--backend", choices=sorted(TENSORRT_BACKENDS),
                         help="TensorRT flavour (default: --engine if it names one, else tensorrt-rtx)")
-    parser.add_argument("--precision", choices=["fp32"], help="stage-2 precision (fp16 is not done: docs/TENSORRT.md)")
+    parser.add_argument("--precision", choices=["fp32", "fp16"],
+                        help="stage-2 precision of the batched graphs (fp16: float32 islands, docs/TENSORRT.md)")
     parser.add_argument("--max-frames", type=int, help="stage-2 profile maximum, 25 ms each (default: config)")
     parser.add_argument("--batched", choices=["auto", "always", "never"],
                         help="batched plans (auto, always) or batch-1 plans (never); default: engine.batched")

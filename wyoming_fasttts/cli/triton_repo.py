@@ -36,7 +36,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     out = Path(args.out)
     try:
         gpus = _gpu_list(args.gpus)
-        graphs = ensure_batched_graphs(ensure_assets(settings.assets), settings.assets.data_path)
+        graphs = ensure_batched_graphs(ensure_assets(settings.assets), settings.assets.data_path,
+                                       settings.engine.precision)
         layout = write_repository(out, settings, graphs.stage1, graphs.stage2, backend=args.backend,
                                   instances=args.instances, gpus=gpus)
     except (RepositoryError, ExportError, OSError) as err:

@@ -33,20 +33,28 @@ def _example_batch(max_tokens: int = 40) -> dict[str, np.ndarray]:
     return stage1_feeds(items)
 
 
-def export_batched(assets: ModelAssets, out_dir: Path) -> dict[str, str]:
-    """Write ``stage1.onnx`` and ``stage2.onnx`` into ``out_dir``; returns file name per stage."""
+def export_batched(assets: ModelAssets, out_dir: Path, precision: str = "fp32") -> dict[str, str]:
+    """Write ``stage1.onnx`` and ``stage2.onnx`` into ``out_dir``; returns file name per stage.
+
+    ``precision`` is stage 2's (``reference.BatchedVocoder``); its graph inputs and outputs are float32 either
+    way. An fp16 stage 2 is traced on the GPU when there is one: torch's CPU fp16 kernels take minutes.
+    """
     import torch
 
     from . import reference
 
     kmodel = reference.build_kmodel(assets.model, load_vocab(assets.vocab), deterministic=True)
-    stage1, stage2 = reference.BatchedDurations(kmodel).eval(), reference.BatchedVocoder(kmodel).eval()
+    stage1 = reference.BatchedDurations(kmodel).eval()
+    stage2 = reference.BatchedVocoder(kmodel, precision).eval()
     feeds1 = _example_batch()
     args1 = tuple(torch.from_numpy(feeds1[name]) for name in STAGE1_INPUTS)
     with torch.inference_mode():
         durations, d, t_en = (x.numpy() for x in stage1(*args1))
     feeds2 = stage2_feeds(durations, d, t_en, feeds1, tail_frames=0)
     args2 = tuple(torch.from_numpy(feeds2[name]) for name in STAGE2_INPUTS)
+    if precision != "fp32" and torch.cuda.is_available():
+        stage2 = stage2.cuda()
+        args2 = tuple(a.cuda() for a in args2)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {}
     for name, module, args, inputs, outputs in (("stage1", stage1, args1, STAGE1_INPUTS, STAGE1_OUTPUTS),

@@ -14,6 +14,7 @@ Torch and kokoro are build-time tools (the ``export`` extra); nothing in the ser
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import io
 import re
@@ -303,9 +304,9 @@ _MASK_BIAS = -1e4
 """Attention logit added for padded keys: exp() underflows to exactly 0, and it stays finite in fp16."""
 
 
-def _mask(lengths: torch.Tensor, size: int | torch.Tensor) -> torch.Tensor:
-    """float [B, 1, size]: 1 inside each row's length."""
-    return (torch.arange(size, device=lengths.device)[None, :] < lengths[:, None]).unsqueeze(1).float()
+def _mask(lengths: torch.Tensor, size: int | torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """[B, 1, size] of ``dtype``: 1 inside each row's length (the activations' dtype: fp16 stage 2 masks in fp16)."""
+    return (torch.arange(size, device=lengths.device)[None, :] < lengths[:, None]).unsqueeze(1).to(dtype)
 
 
 def _instance_norm(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
@@ -318,7 +319,26 @@ def _instance_norm(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-5) -> to
 
 def _adain(norm: nn.Module, x: torch.Tensor, s: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     gamma, beta = norm.fc(s).unsqueeze(-1).chunk(2, dim=1)
-    return ((1 + gamma) * _instance_norm(x, mask) + beta) * mask
+    if x.dtype == torch.float32:
+        return ((1 + gamma) * _instance_norm(x, mask) + beta) * mask
+    return _adain_half(x, gamma, beta, mask)
+
+
+def _adain_half(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, mask: torch.Tensor,
+                eps: float = 1e-5) -> torch.Tensor:
+    """``_adain`` on fp16 activations: the statistics in float32, applied in fp16.
+
+    The sums run over up to 2F x 60 steps (~123k at 1024 frames), which overflow fp16 (65504) and lose
+    its 11-bit mantissa long before; mean and variance are therefore taken in float32 (the style's ``fc``
+    stays float32 too). Applying them is elementwise and stays in fp16: ``x - mean`` of two nearby fp16
+    values is exact, so the result is as precise as ``x`` itself, at half the memory traffic of float32.
+    """
+    xf, m = x.float(), mask.float()
+    count = m.sum(dim=-1, keepdim=True)
+    mean = (xf * m).sum(dim=-1, keepdim=True) / count
+    centred = (xf - mean) * m
+    scale = (1 + gamma) / torch.sqrt((centred * centred).sum(dim=-1, keepdim=True) / count + eps)
+    return ((x - mean.to(x.dtype)) * scale.to(x.dtype) + beta.to(x.dtype)) * mask
 
 
 def _upsample2(x: torch.Tensor) -> torch.Tensor:
@@ -342,6 +362,8 @@ def _adain_resblk(block: nn.Module, x: torch.Tensor, s: torch.Tensor, mask_in: t
 
 
 def _snake(x: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
+    if alpha.dtype != x.dtype:  # fp16 stage 2: the export folds this cast of a parameter into the constant
+        alpha = alpha.to(x.dtype)
     return x + (1 / alpha) * torch.sin(alpha * x) ** 2
 
 
@@ -454,24 +476,57 @@ class BatchedDurations(_Batched):
         return x.transpose(1, 2) * mask
 
 
+PRECISIONS = ("fp32", "fp16")
+"""Stage 2's precisions: float32 throughout, or fp16 activations and weights with float32 islands."""
+
+
+def _half_convolutions(kmodel: nn.Module) -> nn.Module:
+    """A copy of ``kmodel`` whose convolutions (and transposed ones) hold fp16 weights; the rest unchanged.
+
+    A copy, because stage 1 is exported from the same KModel and stays float32 (its rounded durations
+    must match the CPU reference). Linear layers (the AdaIN style projections, the source's ``l_linear``),
+    the LSTMs and the STFT bases keep float32: they run in the float32 islands.
+    """
+    half = copy.deepcopy(kmodel)
+    for module in half.modules():
+        if isinstance(module, (nn.Conv1d, nn.ConvTranspose1d)):
+            module.half()
+    return half
+
+
 class BatchedVocoder(_Batched):
-    """Stage 2: host-built alignment and stage-1 features -> audio of every row, with its length."""
+    """Stage 2: host-built alignment and stage-1 features -> audio of every row, with its length.
+
+    ``precision="fp16"`` runs the vocoder's convolutions and elementwise work in fp16 (half the memory
+    traffic, tensor-core convolutions) with float32 islands where fp16 fails: the prosody LSTM, the
+    instance-norm statistics (``_adain_half``), the harmonic source (a cumulative phase reaching ~1e5
+    radians, whose sine fp16 cannot resolve) with its STFT and atan phase, and the tail (``exp`` of the
+    log-magnitude overflows fp16 past 11, the iSTFT). Inputs and outputs stay float32 either way, so
+    engines, buffers and TensorRT profiles are the same for both.
+    """
+
+    def __init__(self, kmodel: nn.Module, precision: str = "fp32") -> None:
+        if precision not in PRECISIONS:
+            raise ValueError(f"stage 2 precision must be one of {PRECISIONS}, not {precision!r}")
+        super().__init__(_half_convolutions(kmodel) if precision == "fp16" else kmodel)
+        self.dtype = torch.float16 if precision == "fp16" else torch.float32
 
     def forward(self, alignment: torch.Tensor, d: torch.Tensor, t_en: torch.Tensor, style: torch.Tensor,
                 frames: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """alignment [B, T, F] (row b: one-hot columns for its first ``frames[b]`` frames, zeros after),
         d [B, T, 640], t_en [B, 512, T], style [B, 256], frames [B] int64 ->
         audio [B, 600 F] (zeros past each row's end), audio_lengths [B] = 600 frames."""
-        k = self.k
+        k, dt = self.k, self.dtype
         n_frames = alignment.shape[2]
-        m1, m2 = _mask(frames, n_frames), _mask(2 * frames, 2 * n_frames)
+        m1, m2 = _mask(frames, n_frames, dt), _mask(2 * frames, 2 * n_frames, dt)
         s_pred, s_dec = style[:, STYLE_SPLIT:], style[:, :STYLE_SPLIT]
         en = torch.matmul(d.transpose(-1, -2), alignment)
         shared = self.lstm("predictor.shared", en.transpose(-1, -2), frames).transpose(-1, -2)
+        shared = self._to(shared)
         f0 = self._prosody(k.predictor.F0, k.predictor.F0_proj, shared, s_pred, m1, m2)
         noise = self._prosody(k.predictor.N, k.predictor.N_proj, shared, s_pred, m1, m2)
         dec = k.decoder
-        asr = torch.matmul(t_en, alignment)
+        asr = self._to(torch.matmul(t_en, alignment))   # one-hot columns: the same as casting t_en first
         f0_down = dec.F0_conv(f0.unsqueeze(1)) * m1
         noise_down = dec.N_conv(noise.unsqueeze(1)) * m1
         x = _adain_resblk(dec.encode, torch.cat([asr, f0_down, noise_down], dim=1), s_dec, m1, m1)
@@ -485,6 +540,10 @@ class BatchedVocoder(_Batched):
             mask = out_mask
         return self._generator(x, s_dec, f0, 2 * frames)
 
+    def _to(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` in the activations' dtype (no op, and no graph node, in float32)."""
+        return x if x.dtype == self.dtype else x.to(self.dtype)
+
     @staticmethod
     def _prosody(blocks: nn.ModuleList, proj: nn.Module, x: torch.Tensor, s: torch.Tensor,
                  m1: torch.Tensor, m2: torch.Tensor) -> torch.Tensor:
@@ -497,20 +556,25 @@ class BatchedVocoder(_Batched):
 
     def _generator(self, x: torch.Tensor, s: torch.Tensor, f0: torch.Tensor,
                    steps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``Generator.forward`` from [B, 512, 2F] features and the F0 curve [B, 2F] (``steps`` = 2 frames)."""
+        """``Generator.forward`` from [B, 512, 2F] features and the F0 curve [B, 2F] (``steps`` = 2 frames).
+
+        The source, its STFT and the tail from ``exp`` on run in float32 whatever ``self.dtype`` is.
+        """
         gen = self.k.decoder.generator
         stft: ShippedSTFT = gen.stft
+        dt = self.dtype
         upsample = gen.m_source.l_sin_gen.original.upsample_scale
         n_samples = steps * upsample
-        har = torch.cat(stft.spectrum(self._reflect_pad(self._source(f0, steps), n_samples, stft.pad)), dim=1)
+        source = self._source(f0 if f0.dtype == torch.float32 else f0.float(), steps)
+        har = torch.cat(stft.spectrum(self._reflect_pad(source, n_samples, stft.pad)), dim=1)
         n_spec = n_samples // stft.hop + 1
-        har = har * _mask(n_spec, har.shape[2])
+        har = self._to(har * _mask(n_spec, har.shape[2]))
         lengths = steps
         for i in range(gen.num_upsamples):
-            x = F.leaky_relu(x, 0.1) * _mask(lengths, x.shape[2])
+            x = F.leaky_relu(x, 0.1) * _mask(lengths, x.shape[2], dt)
             last = i == gen.num_upsamples - 1   # its output gains one step of reflection padding
             lengths = n_spec if last else lengths * gen.ups[i].stride[0]
-            mask = _mask(lengths, x.shape[2] * gen.ups[i].stride[0] + (1 if last else 0))
+            mask = _mask(lengths, x.shape[2] * gen.ups[i].stride[0] + (1 if last else 0), dt)
             x_source = _adain_resblock1(gen.noise_res[i], gen.noise_convs[i](har), s, mask)
             x = gen.ups[i](x)
             if last:
@@ -519,6 +583,8 @@ class BatchedVocoder(_Batched):
             blocks = gen.resblocks[i * gen.num_kernels:(i + 1) * gen.num_kernels]
             x = sum(_adain_resblock1(b, x, s, mask) for b in blocks) / gen.num_kernels
         x = gen.conv_post(F.leaky_relu(x) * mask)
+        if x.dtype != torch.float32:
+            x, mask = x.float(), mask.float()
         bins = gen.post_n_fft // 2 + 1
         audio = stft.overlap_add(torch.exp(x[:, :bins]) * mask, torch.sin(x[:, bins:]))[:, 0]
         audio = torch.cat([audio[:, :stft.pad] * stft.head_gain, audio[:, stft.pad:] * stft.gain], dim=1)

@@ -51,10 +51,20 @@ exported again. Anything else (a comment, a refactor, a move) keeps the key, so 
 its batched graphs."""
 
 
-def cache_key(model_path: Path) -> str:
-    """Hash of the model's bytes and the format version: nothing else decides what the export produces."""
-    digest = hashlib.sha256(f"{sha256_of(model_path)}:batched-format-{FORMAT_VERSION}".encode())
-    return digest.hexdigest()[:20]
+PRECISIONS = ("fp32", "fp16")
+"""Stage 2's precisions (``engine.precision``); stage 1 is float32 in both (its rounded durations must match
+the CPU reference). Kept here, not imported from ``export.reference``, so a server without torch knows them."""
+
+
+def cache_key(model_path: Path, precision: str = "fp32") -> str:
+    """Hash of the model's bytes, the format version and stage 2's precision: nothing else decides what the
+    export produces. The float32 key is the one used before precisions existed, so its caches stay valid."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"stage 2 precision must be one of {PRECISIONS}, not {precision!r}")
+    text = f"{sha256_of(model_path)}:batched-format-{FORMAT_VERSION}"
+    if precision != "fp32":
+        text += f":stage2-{precision}"
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
 def _cached(directory: Path, key: str) -> BatchedGraphs | None:
@@ -65,30 +75,33 @@ def _cached(directory: Path, key: str) -> BatchedGraphs | None:
                          {stage: f.sha256 for stage, f in found.items()})
 
 
-def ensure_batched_graphs(assets: ModelAssets, data_path: Path) -> BatchedGraphs:
+def ensure_batched_graphs(assets: ModelAssets, data_path: Path, precision: str = "fp32") -> BatchedGraphs:
     """The batched graphs for ``assets.model`` in ``data_path/graphs/batched-<key>``, exported on first use.
 
-    Exporting needs the ``export`` extra (torch, kokoro); a server without it only ever reads the cache.
+    ``precision`` is stage 2's (``engine.precision``): each has its own directory, so switching between them
+    exports once each and never serves one for the other. Exporting needs the ``export`` extra (torch,
+    kokoro); a server without it only ever reads the cache.
     """
-    key = cache_key(assets.model)
+    key = cache_key(assets.model, precision)
     directory = data_path / "graphs" / f"batched-{key}"
-    result = build_once(directory, lambda d: _cached(d, key), lambda tmp: _export_into(assets, tmp, key))
+    result = build_once(directory, lambda d: _cached(d, key),
+                        lambda tmp: _export_into(assets, tmp, key, precision))
     if result is None:
         raise ExportError(f"batched graph cache {directory} is incomplete after export")
     return result
 
 
-def _export_into(assets: ModelAssets, tmp: Path, key: str) -> None:
+def _export_into(assets: ModelAssets, tmp: Path, key: str, precision: str) -> None:
     try:
         from ..export.batched import export_batched
 
-        files = export_batched(assets, tmp)
+        files = export_batched(assets, tmp, precision)
     except ImportError as err:
         raise ExportError(f"batched graphs are not built yet and cannot be here: {err}. Run "
                           "'python -m wyoming_fasttts.graphs.batched' where the 'export' extra is installed") from err
     import torch
 
-    write_manifest(tmp, {"key": key, "source": str(assets.model), "torch": torch.__version__,
+    write_manifest(tmp, {"key": key, "source": str(assets.model), "torch": torch.__version__, "precision": precision,
                          "stages": {s: file_entry(tmp / f) for s, f in files.items()}})
 
 
@@ -99,10 +112,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Export Kokoro's batched stage graphs into the data dir cache.")
     parser.add_argument("--config", help="a config file (same keys as defaults.yaml)")
     parser.add_argument("--data-dir", help="overrides assets.data_dir")
+    parser.add_argument("--precision", choices=PRECISIONS, help="stage 2's precision (overrides engine.precision)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
-    settings = load_settings(args.config, {"assets.data_dir": args.data_dir})
-    graphs = ensure_batched_graphs(ensure_assets(settings.assets, voices=[]), settings.assets.data_path)
+    settings = load_settings(args.config, {"assets.data_dir": args.data_dir, "engine.precision": args.precision})
+    graphs = ensure_batched_graphs(ensure_assets(settings.assets, voices=[]), settings.assets.data_path,
+                                   settings.engine.precision)
     print(json.dumps({"stage1": str(graphs.stage1), "stage2": str(graphs.stage2)}, indent=2))
 
 

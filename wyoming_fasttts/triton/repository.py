@@ -189,7 +189,9 @@ def _build_plans_script(out: Path, settings: Settings, layout: Layout) -> None:
     eng, b = settings.engine, layout.max_batch
     t_max, f_max = eng.max_tokens + 2 + TOKEN_BUCKET, eng.max_frames
     t_opt, f_opt = eng.opt_tokens, eng.opt_frames
-    precision = " --fp16" if eng.precision == "fp16" else ""
+    # An fp16 stage 2 carries its float32 islands in the graph's own types; --fp16 would let TensorRT move
+    # them to fp16 too (NaN), strong typing keeps each op in the type the export gave it.
+    precision = " --stronglyTyped" if eng.precision == "fp16" else ""
     stage1 = f"tokens:{{}}x{{}},lengths:{{}},style:{{}}x{STYLE_DIM},speed:{{}}"
     stage2 = (f"alignment:{{}}x{{}}x{{}},d:{{}}x{{}}x{D_CHANNELS},t_en:{{}}x{T_EN_CHANNELS}x{{}},"
               f"style:{{}}x{STYLE_DIM},frames:{{}}")

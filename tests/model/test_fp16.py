@@ -1,0 +1,87 @@
+"""Stage 2 in fp16 (``engine.precision: fp16``): finite audio close to float32's, on real sentences, in torch.
+
+A plain fp16 vocoder gives NaN (the harmonic phase's sine, the instance-norm sums over ~1e5 steps, ``exp``);
+``reference.BatchedVocoder(kmodel, "fp16")`` keeps those in float32 islands. Torch's CPU runs fp16
+convolutions (slowly: ~90 s on 2 cores for two short rows), so the module the fp16 graph is exported from is
+checked here, masks and padding included (a batch of two lengths); the exported graph itself is checked on the
+GPU by ``doctor`` and ``benchmarks/gpu_fp16_torch.py`` / ``gpu_variants.py --part P``.
+
+Bounds: fp16 against float32 measured 0.10 / 0.19 dB log-mel for these two sentences (CPU, 2026-12-01, in a
+batch with a longer one, which gave 0.41 dB; 0.12-0.48 dB on the H200), against 0.19-0.22 dB between ONNX
+Runtime CUDA fp32 and the CPU reference in ``doctor`` and ~1 dB between float and int8 weights.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from wyoming_fasttts.assets import ensure_assets, load_vocab
+from wyoming_fasttts.backends.base import SynthesisItem
+from wyoming_fasttts.backends.batching import STAGE1_INPUTS, STAGE2_INPUTS, stage1_feeds, stage2_feeds
+from wyoming_fasttts.config import load_settings
+from wyoming_fasttts.doctor.parity import mel_distance_db
+from wyoming_fasttts.text.g2p import phonemize
+from wyoming_fasttts.text.normalize import normalize
+from wyoming_fasttts.voices import VoiceBank
+
+SENTENCES = ["好的。", "欢迎使用语音合成系统"]
+MEL_DB = 0.35
+
+
+@pytest.fixture(scope="module")
+def audio() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("kokoro") is None:
+        pytest.skip("the reference model needs the 'export' extra and kokoro (--no-deps)")
+    import torch
+
+    from wyoming_fasttts.export import reference
+
+    settings = load_settings()
+    assets = ensure_assets(settings.assets, voices=["zf_xiaobei"])
+    vocab, voices = load_vocab(assets.vocab), VoiceBank(assets)
+    items = []
+    for text in SENTENCES:
+        ids = np.array([vocab[p] for p in phonemize(normalize(text)) if p in vocab], np.int64)
+        items.append(SynthesisItem(ids, voices.style("zf_xiaobei", len(ids)), speed=1.0))
+    kmodel = reference.build_kmodel(assets.model, vocab, deterministic=True)
+    feeds1 = stage1_feeds(items)
+    with torch.inference_mode():
+        out = reference.BatchedDurations(kmodel).eval()(*(torch.from_numpy(feeds1[n]) for n in STAGE1_INPUTS))
+    feeds2 = stage2_feeds(*(x.numpy() for x in out), feeds1, tail_frames=4)
+    args = [torch.from_numpy(feeds2[n]) for n in STAGE2_INPUTS]
+    result = {}
+    for precision in ("fp32", "fp16"):
+        with torch.inference_mode():
+            samples, lengths = reference.BatchedVocoder(kmodel, precision).eval()(*args)
+        result[precision] = (samples.numpy(), lengths.numpy())
+    return result
+
+
+def test_fp16_stage_2_keeps_float32_inputs_and_outputs_and_the_lengths(audio) -> None:
+    (ref, ref_lengths), (half, half_lengths) = audio["fp32"], audio["fp16"]
+    assert half.dtype == ref.dtype == np.float32
+    assert half.shape == ref.shape
+    assert np.array_equal(half_lengths, ref_lengths)
+
+
+def test_fp16_stage_2_is_finite_and_close_to_float32(audio) -> None:
+    (ref, lengths), (half, _) = audio["fp32"], audio["fp16"]
+    assert np.isfinite(half).all()
+    for row, n in enumerate(lengths):
+        assert mel_distance_db(ref[row, :n], half[row, :n]) < MEL_DB
+        assert not half[row, n:].any(), "padding past a row's end must stay silent"
+        assert 0.5 < np.abs(half[row, :n]).max() / np.abs(ref[row, :n]).max() < 2
+
+
+def test_precision_is_checked() -> None:
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("kokoro") is None:
+        pytest.skip("the reference model needs the 'export' extra and kokoro (--no-deps)")
+    from torch import nn
+
+    from wyoming_fasttts.export import reference
+
+    with pytest.raises(ValueError, match="precision"):
+        reference.BatchedVocoder(nn.Module(), "bf16")
