@@ -42,6 +42,16 @@ def test_stage_2_precision_is_fp32_or_fp16(tmp_path: Path, precision: str) -> No
     assert load_settings(overrides={"engine.precision": precision}).engine.precision == precision
 
 
+def test_onnxruntime_cuda_refuses_fp16_with_the_reason_before_loading_anything() -> None:
+    """fp16 stage 2 is for TensorRT: ONNX Runtime CUDA's cuDNN fails it at capture with a message naming no cause."""
+    from wyoming_fasttts.backends.onnxruntime import create_onnxruntime_engine
+    from wyoming_fasttts.core import EngineError
+
+    settings = load_settings(overrides={"engine.precision": "fp16"})
+    with pytest.raises(EngineError, match=r"fp16 is for the TensorRT engines.*use fp32 with onnxruntime-cuda"):
+        create_onnxruntime_engine(settings, None, backend="onnxruntime-cuda")  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("precision", ["int8", "bf16", "FP16", "half"])
 def test_any_other_precision_is_refused(tmp_path: Path, precision: str) -> None:
     with pytest.raises(ConfigError, match=re.escape("engine.precision must be fp32 or fp16")):

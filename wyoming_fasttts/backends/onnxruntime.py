@@ -235,6 +235,11 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
     """
     eng = settings.engine
     cuda = backend == "onnxruntime-cuda"
+    if cuda and eng.precision == "fp16":
+        # Refused here rather than at the first captured shape, where cuDNN's HEURISTIC_QUERY_FAILED says nothing.
+        raise EngineError("engine.precision fp16 is for the TensorRT engines: ONNX Runtime CUDA 1.31.1's cuDNN has no "
+                          "fp16 kernel for 25 of the 69 shipped stage-2 shapes (docs/BENCHMARKS.md, fourth pass); "
+                          "use fp32 with onnxruntime-cuda")
     workers = settings.scheduler.workers or (1 if cuda else os.cpu_count() or 1)
     narrow = workers - 1 if not cuda and workers > 1 else 0  # the all-cores pair is the other slot
     # Spinning threads of the all-cores pair would steal the cores a one-thread pair runs on beside it.
