@@ -19,6 +19,8 @@ from .numbers import DIGITS, cardinal, decimal, digits
 _NUM = r"\d+(?:\.\d+)?"
 # A whole number with thousands separators (1,650).
 _GROUPED = r"\d{1,3}(?:,\d{3})+"
+# An amount after a currency sign: digits, thousands separators, decimals (¥1,299.50).
+_AMOUNT = r"\d(?:\d|,(?=\d{3}))*(?:\.\d+)?"
 _Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
 
 
@@ -56,6 +58,10 @@ class _Rules:
         self.version_before = re.compile(
             rf"(?:(?<![A-Za-z])[vV]|(?:{_alternation(d['version_cues_before'])})[:：]?\s*)$")
         self.not_measure = re.compile(rf"\s*(?:{_alternation(d['not_measure_words'])})")
+        self.countdown_before = re.compile(rf"(?:{_alternation(d['countdown_cues'])})[:：]?\s*$")
+        self.seat_before = re.compile(rf"(?:{_alternation(d['seat_words'])})[:：\s]*$")
+        self.tilde_particles = set(d["tilde_particles"])
+        self.day_part_before = re.compile(rf"(?:{_alternation(d['day_parts'])})\s*$")
         self.rules = self._compile(d)
 
     def _compile(self, d: dict[str, Any]) -> list[_Rule]:
@@ -72,15 +78,35 @@ class _Rules:
         # A clock or ratio pair is not part of a longer one (12:03:45) but may follow a colon (提醒：08:05).
         pair = r"(?<!\d[:：])(?<![\d.])"
         train = _alternation(d["train_after"])
+        change = _alternation(d["change_cues"])
+        arrows = "".join(re.escape(a) for a in d["change_arrows"])
+        gate = _alternation(d["gate_words"])
+        seat = _alternation(d["seat_words"])
+        words = _alternation({str(w) for w in d["currency_prefix"].values()})
         return [
-            # A numbered list item at the start of a line (1. 取快递): its number, then a pause, not a decimal point.
-            (re.compile(r"(?m)^([ \t]*)(\d{1,2})[.)]\s*(?=[^\d\s.])"), lambda m: m[1] + cardinal(m[2]) + "，"),
+            # A line's leading bullet (-, *, •) or Markdown heading (#) is decoration, not a minus or 号.
+            (re.compile(r"(?m)^[ \t]*(?:[-*+•]|#{1,6})[ \t]+"), lambda m: ""),
+            # A numbered list item at the start of a line (1. 取快递, 1) 取快递, 1️⃣ 取快递; ① became 1. above): its
+            # number, then a pause, not a decimal point.
+            (re.compile(r"(?m)^([ \t]*)(\d{1,2})(?:[.)]|\ufe0f?\u20e3)\s*(?=[^\d\s.])"),
+             lambda m: m[1] + cardinal(m[2]) + "，"),
             (re.compile(rf"(?<![A-Za-z])([{d['plate_provinces']}])([A-Z])\s*[·.]?\s*(?=[A-Z\d]{{5,6}}(?![A-Za-z\d]))"
                         r"([A-Z]*\d[A-Z\d]*)"), self._plate),
             (re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?![\d.])(?:\s*[:：]\s*(\d{1,5})(?!\d))?"), self._ip),
             (re.compile(r"(?<![\d.])\d+(?:\.\d+)+(?![\d.])"), self._version),
             (re.compile(r"(?<!\d)(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})(?![\d.])(?:\s*[日号])?"), self._ymd),
-            (re.compile(rf"(?:(?<=[日号])\s*[-~]\s*(?=\d{{1,2}}月|[{DIGITS}]{{4}}年)"
+            # × or x between numbers is 乘 (7×24小时, 120x60cm), a resolution's numbers digit by digit (1920×1080);
+            # not inside a name (RTX4090x) or a hex code (0x1F).
+            (re.compile(rf"(?<![A-Za-z\d.])({_NUM})((?:\s*[×xX]\s*{_NUM})+)(?![\d.])"), self._times),
+            # x after a number is 倍 (1.5x → 一点五倍, 2x → 两倍).
+            (re.compile(r"(?<![A-Za-z\d.])(\d+(?:\.\d+)?)\s?[xX](?![A-Za-z\d])"), lambda m: m[1] + "倍"),
+            # UTC+8, GMT-5: an offset, 加/减 and its hours (":00" minutes are not read).
+            (re.compile(r"(?<![A-Za-z])(UTC|GMT)\s*([+-])\s*(\d{1,2})(?:[:：]?00)?(?![\d:])"),
+             lambda m: m[1] + ("加" if m[2] == "+" else "减") + cardinal(m[3])),
+            # A currency sign on the first value of a range stands for both (¥50-80 → 五十到八十元).
+            (re.compile(rf"({money})\s*({_AMOUNT})\s*[-~]\s*(?:{money})?\s*({_AMOUNT})(万|亿)?(?:{words})?"),
+             self._money_range),
+            (re.compile(rf"(?:(?<=[日号])\s*[-~]\s*(?=\d{{1,2}}[月日号]|[{DIGITS}]{{4}}年)"
                         r"|(?:(?<=[%‰])|(?<=°C)|(?<=\d[千万亿]))\s*[-~]\s*(?=\d))"),
              lambda m: "到"),
             # 40-60%: a percent sign written only at the end applies to both ends (百分之四十到百分之六十).
@@ -99,6 +125,15 @@ class _Rules:
             # Letters, a dot, digits (H.265, G.711, Vol.3): the dot is said 点 and the digits follow the rule for
             # digits joined to letters, rather than a pause that loses the number.
             (re.compile(r"(?<![A-Za-z])([A-Za-z]+)\.(\d+(?:\.\d+)*)(?![\d.])"), self._letter_dot),
+            # A gate's number is a number at any length (登机口 D108, D108登机口), not a model number.
+            (re.compile(rf"((?:{gate})[^\dA-Za-z，。！？,;；\n]{{0,4}}?)([A-Z])(\d{{1,4}})(?![\d.A-Za-z])"
+                        rf"|(?<![A-Za-z])()([A-Z])(\d{{1,4}})(?=\s*(?:{gate}))"), self._gate),
+            # Six digits after 股票/代码 or in brackets after a stock's name (贵州茅台(600519)) are a stock code.
+            (re.compile(rf"(?:{_alternation(d['stock_cues'])})(?:是|为|：|:|\s)*\d{{6}}(?![\d.%‰])"
+                        r"|(?<=[\u3400-\u9fff][(（])\s*\d{6}(?=\s*[)）])"), self._cued),
+            # Seat and car numbers drop a leading zero (05车03A → 五车三A), and keep their 二 (02车 → 二车).
+            (re.compile(rf"(?<![\dA-Za-z.:：\-])0+(\d{{1,2}})(?=\s*(?:{seat})|[{d['seat_letters']}](?![A-Za-z]))"),
+             self._seat),
             (re.compile(rf"(?:{cue_before})(?:是|为|：|:|\s)*[A-Z]{{0,3}}-?(?:\d[\d -]*\d|\d)"), self._cued),
             (re.compile(rf"(?<![\d.])\d{{3,}}(?:-\d+)*(?=\s*(?:{cue_after}))"), self._digit_string),
             (re.compile(r"(?<![\d.\-])(?:\+86[\s-]*)?(?:1[3-9]\d[\s-]?\d{4}[\s-]?\d{4}|0\d{2,3}(?:-\d{7,8}|[\s-]\d{3,4}[\s-]\d{4})"
@@ -113,7 +148,7 @@ class _Rules:
              self._digit_string),
             # Letters joined to three or more digits are a model or chip number (ESP8266, rtx4090), not a reading
             # (CPU100%); one or two digits read as a number (ESP32, PS5), except in a train number (K1次, G7列车).
-            (re.compile(rf"(?<![A-Za-z])[A-Za-z]+\d{{3,}}(?!\d|\.\d|\s*[%‰°])|(?<![A-Za-z])[GDCKTZYSL]\d{{1,4}}(?=\s*(?:{train}))"),
+            (re.compile(rf"(?<![A-Za-z])[A-Za-z]+\d{{3,}}(?!\d|\.\d|\s*[%‰°])\+?|(?<![A-Za-z])[GDCKTZYSL]\d{{1,4}}(?=\s*(?:{train}))"),
              self._digit_string),
             # Two capitals and digits in a clause about flying are a flight number at any length (MU5航班, CA12).
             (re.compile(r"(?<![A-Za-z\d])[A-Z]{2}\d{1,4}(?![A-Za-z\d]|\.\d)"), self._flight),
@@ -123,13 +158,20 @@ class _Rules:
             # Video resolutions (1080P, 720p); 4K is a number of thousands and reads as one.
             (re.compile(r"(?<![\d.A-Za-z])\d{3,4}(?=[pP](?![A-Za-z]))"), self._digit_string),
             (re.compile(rf"((?:{ratio})(?:是|为)?\s*)(\d+)\s*[:：]\s*(\d+)"), self._ratio),
-            (re.compile(pair + r"(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?(?![\d:])(\s*[-~至]\s*(?=\d{1,2}[:：]\d{2}))?"),
+            (re.compile(pair + r"(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?(?![\d:])"
+                        rf"(?:\s*({_alternation(d['am_pm'])})(?![A-Za-z\d{DIGITS}十点]))?(\s*[-~至]\s*(?=\d{{1,2}}[:：]\d{{2}}))?"),
              self._clock),
             # A bare ratio never starts on a digit of a Latin name (CO2：1350ppm is a reading after a colon).
             (re.compile(pair + r"(?<![A-Za-z])(\d+)[:：](\d+)(?![\d:])"), self._ratio),
+            # A minus after a comparison (较昨日-12%, 环比 -3.5%) is a change, 减, not a negative (负; 比较冷 is no
+            # comparison); + before a number is 加 (+5%; +86 was read above); ↑/↓ before one are 上升/下降.
+            (re.compile(rf"((?<!比)(?:{change})[\u3400-\u9fff]{{0,4}}?[:：]?\s*)-(?=\s*[¥$€£]?\d)"),
+             lambda m: m[1] + "减"),
+            (re.compile(r"(?<![\d+])\+(?=\s*[¥$€£]?\d)"), lambda m: "加"),
+            (re.compile(rf"([{arrows}])\ufe0f?\s*(?=[-+加减]?\s*[¥$€£]?\d)"), lambda m: self.d["change_arrows"][m[1]]),
             (re.compile(rf"\s*([{compare}])\s*(?=[-\d])"), lambda m: self.d["compare_symbols"][m[1]]),
             (re.compile(r"(?<=\d)\+(?!\s*\d)"), lambda m: "加"),
-            (re.compile(rf"(-?)({money})\s*(-?)(\d(?:\d|,(?=\d{{3}}))*(?:\.\d+)?)(万|亿)?"), self._money),
+            (re.compile(rf"(-?)({money})\s*(-?)({_AMOUNT})(万|亿)?"), self._money),
             (re.compile(rf"(?<![\d.])(-?)({_NUM})\s*([%‰])"), self._percent),
             (re.compile(rf"(?<![\d.,])(-?)({_GROUPED}|\d+)(\.\d{{1,2}})元"), self._yuan),
             (re.compile(r"(?<![\d./])(\d+)/(\d+)(?![\d/])"), self._fraction),
@@ -144,11 +186,57 @@ class _Rules:
             (re.compile(rf"(?<=[\u3400-\u9fff])\s*/\s*(?=(?:{per}))()"), self._per),
             (re.compile(rf"(?<=[\u3400-\u9fff])\s*/\s*({unit})(?![A-Za-z])"), self._per),
             (re.compile(rf"(?<![\d.])(-?)({_GROUPED}|\d+)(\.\d+)?"), self._number),
+            (re.compile(r"[ \t]*~+[ \t]*"), self._tilde),
             # Digits no rule above read (after a stray dot: 约.5) are still said: nothing the user wrote is dropped.
             (re.compile(r"\d+"), lambda m: digits(m[0])),
         ]
 
     # --- readers -------------------------------------------------------------------------------
+    def _times(self, m: re.Match[str]) -> str:
+        """7×24小时 → 七乘24, the number rules reading the last; a resolution (1920×1080: two numbers of three or four
+        digits that measure nothing) digit by digit, as 1080P is. A letter after the last number that is no unit makes
+        it a name or a hex code (0x1F), left as written."""
+        after = m.string[m.end() :]
+        if re.match(r"[A-Za-z]", after) and not self.unit_re.match(after):
+            return m[0]
+        numbers = [m[1], *re.split(r"\s*[×xX]\s*", m[2].strip())[1:]]
+        if len(numbers) == 2 and all(re.fullmatch(r"\d{3,4}", n) for n in numbers) and not self._counts(after):
+            return "乘".join(digits(n) for n in numbers)
+        # The last number is left to the rules that see what follows it (7×2小时 → 七乘两小时; 120x60cm is no 120 line).
+        return "".join(decimal(n) + "乘" for n in numbers[:-1]) + numbers[-1]
+
+    def _gate(self, m: re.Match[str]) -> str:
+        """登机口 D108 → 登机口D一百零八: a gate (one letter; two are a flight, MU2156登机口) is named by its number,
+        said as one (B200 → B二百, not 两百)."""
+        cue, letters, number = (m[1], m[2], m[3]) if m[2] else (m[4], m[5], m[6])
+        return cue + letters + cardinal(number, big_liang=False)
+
+    def _seat(self, m: re.Match[str]) -> str:
+        """05车 → 5车, and a seat's 03A → 3A after a car or seat word; the number rules then read it (keeping 二).
+        A letter alone (03A in a room code) is no seat."""
+        after = m.string[m.end() :]
+        if after[:1].isalpha() and after[:1].isascii() and not self.seat_before.search(m.string[: m.start()]):
+            return m[0]
+        return m[1]
+
+    def _tilde(self, m: re.Match[str]) -> str:
+        """~ left between two words is a range, 到 (周一~周五), unless a particle before it shows a drawn-out tone
+        (好哒~); a trailing one is decoration: 。 at the end of the text, nothing elsewhere."""
+        before, after = m.string[: m.start()], m.string[m.end() :]
+        if re.search(r"[\u3400-\u9fff]$", before) and re.match(r"[\u3400-\u9fff]", after):
+            return "" if before[-1] in self.tilde_particles else "到"
+        return "" if re.search(r"[\w\u3400-\u9fff]", after) else "。"
+
+    def _money_range(self, m: re.Match[str]) -> str:
+        """¥50-80: the sign on the first value stands for both ends (五十到八十元); ¥ decimals in 元/角/分 at each end.
+        A currency word written after the range as well (¥50~80元) is said once."""
+        symbol, low, high, big = m.groups()
+        unit = self.d["currency_prefix"][symbol]
+        low, high = low.replace(",", ""), high.replace(",", "")
+        if unit in self.d["jiao_fen_units"] and "." in low + high and not big:
+            return _yuan(low) + "到" + _yuan(high)
+        return decimal(low, liang=True) + "到" + decimal(high, liang=True) + (big or "") + str(unit)
+
     def _ymd(self, m: re.Match[str]) -> str:
         y, mo, day = m.groups()
         return f"{digits(y)}年{cardinal(mo)}月{cardinal(day)}日"
@@ -185,11 +273,22 @@ class _Rules:
         counts or measures something (10-15分钟, 12-25℃, 第1-15集) a range."""
         month, sep, day = m.groups()
         before, after = m.string[: m.start()], m.string[m.end() :]
+        if sep == "-" and 1 <= int(month) <= 12 and 1 <= int(day) <= 31 and self._dated(after, before):
+            return f"{cardinal(month)}月{cardinal(day)}"
         if sep == "-" and (self._counts(after) or _after_ordinal(before)):
             return m[0]
         if 1 <= int(month) <= 12 and 13 <= int(day) <= 31 and not _FRACTION_AFTER.match(after):
             return f"{cardinal(month)}月{cardinal(day)}日"
-        return m[0]
+        # 12-05 stays a range, of two numbers: the zero is a date's padding, not a code's digit (十二到五).
+        return f"{int(month)}-{int(day)}" if sep == "-" else m[0]
+
+    def _dated(self, after: str, before: str) -> bool:
+        """12-05日: 日 or 号 (not 号楼, 号线) right after a dash pair makes it a date, unless a word of duration shows
+        a count of days (3-5日内送达) or 第 an ordinal range."""
+        word = self.ordinal_re.match(after)
+        if word is None or word[0].strip() not in ("日", "号") or _after_ordinal(before):
+            return False
+        return not self.year_after.match(after[word.end() :])
 
     def _counts(self, after: str) -> bool:
         """Whether a measure word, an ordinal word, a unit or 万/亿/多/年 right after a number shows it counts or
@@ -250,7 +349,7 @@ class _Rules:
         return f"{cue[0] if cue else ''}{cardinal(a)}比{cardinal(b)}"
 
     def _clock(self, m: re.Match[str]) -> str:
-        h, mi, s, until = m.groups()
+        h, mi, s, half, until = m.groups()
         # PM10：41μg/m³, CO2：680: digits joined to a Latin name are the name's, and a reading follows the colon, even
         # where the two could make a time. Not the T of an ISO timestamp (…日T10:30), which is no name.
         name = re.search(r"(?<![A-Za-z])[A-Za-z]+$", m.string[: m.start()])
@@ -258,7 +357,10 @@ class _Rules:
             return m[0]
         if int(h) > 24 or int(mi) > 59 or (s and int(s) > 59):
             return f"{cardinal(h)}比{cardinal(mi)}" + (f"比{cardinal(s)}" if s else "")
-        out = cardinal(h, liang=True) + "点"
+        if self.countdown_before.search(m.string[: m.start()]):
+            return _countdown(h, mi, s) + (half or "")
+        said = half and not self.day_part_before.search(m.string[: m.start()])  # 晚上8:00 pm: said once
+        out = (str(self.d["am_pm"][half]) if said else "") + cardinal(h, liang=True) + "点"
         s = s if s and int(s) else None  # 09:00:00 is 九点
         if int(mi) or s:
             out += ("零" if mi.startswith("0") and int(mi) else "") + cardinal(mi) + "分"
@@ -403,6 +505,15 @@ def _after_ordinal(before: str) -> bool:
     return before.rstrip().endswith("第")
 
 
+def _countdown(*parts: str | None) -> str:
+    """剩余 05:30 → 五分三十秒, 还剩 1:05:30 → 一小时五分三十秒: a countdown's parts are counts (2 is 两), and a zero
+    part is not said."""
+    values = [p for p in parts if p is not None]
+    units = ("小时", "分", "秒")[-len(values) :]
+    out = "".join(cardinal(v, liang=True) + u for v, u in zip(values, units, strict=True) if int(v))
+    return out or "零秒"
+
+
 def _yuan(amount: str) -> str:
     """¥12.50 → 十二元五角, ¥0.05 → 五分: the way prices are read, not 十二点五零元."""
     whole, _, frac = amount.partition(".")
@@ -430,15 +541,19 @@ _LATIN = r"[A-Za-z]+(?:['-][A-Za-z]+)*"
 _ELLIPSIS = re.compile(r"(?:\.{3,}|…+|。{3,})")
 _SPOKEN = re.compile(rf"({_LATIN}|[\u3400-\u9fff。，！？]+)|.", re.DOTALL)
 _MARKS = "。，！？"
-# A single long dash between two numbers marks a range (1998—2003, 9:00—18:00; GB/T 15834 writes 起止 so),
+# A single long dash between two numbers or dates marks a range (1998—2003, 9:00—18:00, 1日—5日; GB/T 15834 writes
+# 起止 so),
 # read like "-"; anywhere else it is a pause (pre_nfkc).
-_NUMBER_DASH = re.compile(r"(?<=\d)\s*[—―](?=\s*\d)")
+_NUMBER_DASH = re.compile(r"(?<=[\d日号])\s*[—―](?=\s*\d)")
+# A circled number starting a line (① 取快递) is a list marker, read as "1." is; NFKC would make it a bare 1.
+_CIRCLED_ITEM = re.compile(r"(?m)^([ \t]*)([\u2460-\u2473\u2776-\u277f\u2780-\u2793])")
 
 
 def normalize(text: str) -> str:
     """Only Chinese characters, Latin words and the pause marks ``。，！？`` remain; numbers are read out."""
     rules = _rules()
     text = _NUMBER_DASH.sub("-", text)
+    text = _CIRCLED_ITEM.sub(lambda m: m[1] + str(int(unicodedata.numeric(m[2]))) + ".", text)
     text = unicodedata.normalize("NFKC", rules.pre.sub(lambda m: rules.d["pre_nfkc"][m[0]], text))
     for pattern, reader in rules.rules:
         text = pattern.sub(reader, text)

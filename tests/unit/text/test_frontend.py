@@ -486,6 +486,184 @@ def test_slash_between_two_words_is_not_mei_and_temperatures_and_versions_after_
     assert normalize("KFR-35GW") == "KFR三五GW"
     assert normalize("iOS17.10") == "iOS十七点十"
 
+def test_convention_units_degrees_dbm_bpm_bar_mah():
+    """° alone is 度, °F 华氏度, dBm 分贝毫瓦, bpm 次每分钟, bar 巴, mAh 毫安时 (fourth session, last)."""
+    assert normalize("窗帘转角45°") == "窗帘转角四十五度"
+    assert normalize("室外98°F") == "室外九十八华氏度"
+    assert normalize("信号强度-65dBm") == "信号强度负六十五分贝毫瓦"
+    assert normalize("心率72bpm") == "心率七十二次每分钟"
+    assert normalize("水压2.5bar") == "水压二点五巴"
+    assert normalize("电池5000mAh") == "电池五千毫安时"
+    # Near-misses: dB without m, °C, and BPM as a reading's name.
+    assert normalize("噪音45dB") == "噪音四十五分贝"
+    assert normalize("体温36.5°C") == "体温三十六点五摄氏度"
+    assert normalize("BPM 135") == "BPM一百三十五"
+
+
+def test_convention_signs_on_ranges_and_money_ranges():
+    """A minus at the start of a range is its own value's; a currency sign on the first value stands for both."""
+    assert normalize("气温-5~3℃") == "气温零下五到三摄氏度"
+    assert normalize("-5~-1℃") == "零下五到零下一摄氏度"
+    assert normalize("¥50-80") == "五十到八十元"
+    assert normalize("人均¥50~80元") == "人均五十到八十元"
+    assert normalize("$20-30") == "二十到三十美元"
+    assert normalize("¥1,000-2,000") == "一千到两千元"
+    assert normalize("¥12.5-15") == "十二元五角到十五元"
+    # Near-misses: a single amount, a negative amount, a range whose sign is on both ends.
+    assert normalize("¥50") == "五十元"
+    assert normalize("-¥35") == "负三十五元"
+    assert normalize("¥50-¥80") == "五十到八十元"
+
+
+def test_convention_signed_changes_and_arrows():
+    """+ before a number is 加; - after a comparison 减; ↑ 上升, ↓ 下降."""
+    assert normalize("+5%") == "加百分之五"
+    assert normalize("较昨日-12%") == "较昨日减百分之十二"
+    assert normalize("用电量环比 -3.5%") == "用电量环比减百分之三点五"
+    assert normalize("同比 +8%") == "同比加百分之八"
+    assert normalize("↑3℃") == "上升三摄氏度"
+    assert normalize("湿度↓5%") == "湿度下降百分之五"
+    # Near-misses: a temperature, a negative with no comparison, 比较 (no comparison cue), a count's +, +86, maths.
+    assert normalize("今日气温-5℃") == "今日气温零下五摄氏度"
+    assert normalize("这只股票今天跌了-3.2%") == "这只股票今天跌了负百分之三点二"
+    assert normalize("比较冷-5℃") == "比较冷零下五摄氏度"
+    assert normalize("你有99+条通知") == "你有九十九加条通知"
+    assert normalize("来电：+86 186 1111 2222") == "来电，加八六幺八六幺幺幺幺二二二二"
+    assert normalize("1+1=2") == "一加一等于二"
+
+
+def test_convention_times_and_x():
+    """× and x between numbers are 乘 (a resolution's numbers digit by digit); x after a number is 倍."""
+    assert normalize("1920×1080") == "一九二零乘一零八零"
+    assert normalize("分辨率1280x720") == "分辨率一二八零乘七二零"
+    assert normalize("7×24小时") == "七乘二十四小时"
+    assert normalize("尺寸120x60cm") == "尺寸一百二十乘六十厘米"
+    assert normalize("3×2小时") == "三乘两小时"
+    assert normalize("2x4木方") == "二乘四木方"
+    assert normalize("1.5x") == "一点五倍"
+    assert normalize("2x速度播放") == "两倍速度播放"
+    assert normalize("5X光学变焦") == "五倍光学变焦"
+    # Near-misses: a hex code, x86, a plate and a model name keep their x.
+    assert normalize("0x1F") == "零x一F"
+    assert normalize("x86架构") == "x八十六架构"
+    assert normalize("川A·9X876") == "川A九X八七六"
+    assert normalize("RTX4090x") == "RTX四零九零x"
+
+
+def test_convention_countdowns_am_pm_and_utc():
+    """m:ss after 剩余/还剩/倒计时 is minutes and seconds; AM/PM after a clock time is said before it; UTC+8 加八."""
+    assert normalize("剩余 05:30") == "剩余五分三十秒"
+    assert normalize("还剩03:15") == "还剩三分十五秒"
+    assert normalize("倒计时 10:00") == "倒计时十分"
+    assert normalize("倒计时00:45") == "倒计时四十五秒"
+    assert normalize("剩余02:02") == "剩余两分两秒"
+    assert normalize("8:30 PM") == "下午八点三十分"
+    assert normalize("9:15 AM") == "上午九点十五分"
+    assert normalize("9:00 AM-5:00 PM营业") == "上午九点到下午五点营业"
+    assert normalize("UTC+8") == "UTC加八"
+    assert normalize("UTC-5") == "UTC减五"
+    assert normalize("GMT+08:00") == "GMT加八"
+    # Near-misses: a clock time without a cue, a day part written already, PM2.5 after a time.
+    assert normalize("会议14:30开始") == "会议十四点三十分开始"
+    assert normalize("晚上8:00 pm提醒") == "晚上八点提醒"
+    assert normalize("8:30 PM2.5为35") == "八点三十分PM二点五为三十五"
+    assert normalize("倒计时还剩1分20秒") == "倒计时还剩一分二十秒"
+
+
+def test_convention_gates_routes_channels_and_basements():
+    """Gates, bus routes and Wi-Fi channels are numbers at any length; floors below ground 负."""
+    assert normalize("登机口 D108") == "登机口D一百零八"
+    assert normalize("请前往D108登机口") == "请前往D一百零八登机口"
+    assert normalize("检票口改为B200") == "检票口改为B二百"
+    assert normalize("302路公交") == "三百零二路公交"
+    assert normalize("信道149") == "信道一百四十九"
+    assert normalize("车停在-2层") == "车停在负二层"
+    # Near-misses: a flight number before 登机口, a model number with no gate word.
+    assert normalize("航班MU2156登机口已变更") == "航班MU二幺五六登机口已变更"
+    assert normalize("型号D108") == "型号D幺零八"
+
+
+def test_convention_foreign_decimals_per_person_and_ordinals():
+    """Foreign amounts keep their decimals as written; /人 is 每人; an ordinal keeps 二 before 百/千/万."""
+    assert normalize("$4.50") == "四点五零美元"
+    assert normalize("$4.50-5.50") == "四点五零到五点五零美元"
+    assert normalize("¥68/人") == "六十八元每人"
+    assert normalize("自助餐¥128/人") == "自助餐一百二十八元每人"
+    assert normalize("第200位") == "第二百位"
+    assert normalize("第2000名") == "第二千名"
+    # Near-misses: ¥ decimals in 元/角, a count keeps 两.
+    assert normalize("¥4.50") == "四元五角"
+    assert normalize("200位客人") == "两百位客人"
+
+
+def test_convention_seats_stock_codes_model_plus_and_codes():
+    """Seats drop a leading zero; stock codes digit by digit; + in a model name 加; B2-115 a code."""
+    assert normalize("05车03A") == "五车三A"
+    assert normalize("02车05F") == "二车五F"
+    assert normalize("座位03A") == "座位三A"
+    assert normalize("股票600519") == "股票六零零五幺九"
+    assert normalize("股票代码：000001") == "股票代码，零零零零零幺"
+    assert normalize("贵州茅台（600519）") == "贵州茅台六零零五幺九"
+    assert normalize("DS224+") == "DS二二四加"
+    assert normalize("DS920+已上线") == "DS九二零加已上线"
+    assert normalize("B2-115车位") == "B二幺幺五车位"
+    # Near-misses: a room code and a letter code keep their zero; counts after 股票; a bare six-digit amount.
+    assert normalize("3号楼05A室") == "三号楼零五A室"
+    assert normalize("E05") == "E零五"
+    assert normalize("股票100股") == "股票一百股"
+    assert normalize("奖金100000元") == "奖金十万元"
+
+
+def test_convention_list_markers_and_markup():
+    """A line's leading -, *, 1), ①, 1️⃣ are list markers (a number read as for 1., then a pause); ** and # are
+    decoration."""
+    assert normalize("- 取快递\n- 交电费") == "取快递，交电费"
+    assert normalize("* 记得带伞") == "记得带伞"
+    assert normalize("1) 取快递\n2) 交电费") == "一，取快递，二，交电费"
+    assert normalize("① 取快递\n② 交电费") == "一，取快递，二，交电费"
+    assert normalize("1️⃣ 取快递\n2️⃣ 交电费") == "一，取快递，二，交电费"
+    assert normalize("**重要**：关窗") == "重要，关窗"
+    assert normalize("**1.** 取快递") == "一，取快递"
+    assert normalize("# 提醒\n明天交电费") == "提醒，明天交电费"
+    # Near-misses: a minus at a line's start, a circled number mid-line, # and № as 号.
+    assert normalize("-5℃的早晨") == "零下五摄氏度的早晨"
+    assert normalize("步骤①完成") == "步骤一完成"
+    assert normalize("3#楼") == "三号楼"
+    assert normalize("#3") == "三号"
+
+
+def test_convention_tilde_dash_between_words_and_repeated_marks():
+    """~ between two words is 到, — between two dates too; a trailing ~ is decoration; repeated marks read as one."""
+    assert normalize("周一~周五营业") == "周一到周五营业"
+    assert normalize("北京～上海") == "北京到上海"
+    assert normalize("12月1日—12月5日") == "十二月一日到十二月五日"
+    assert normalize("1日—5日放假") == "一日到五日放假"
+    assert normalize("起床啦～") == "起床啦。"
+    assert normalize("晚安~\n明天见") == "晚安，明天见"
+    assert normalize("好哒~马上到") == "好哒马上到"
+    assert normalize("太好了!!") == "太好了！"
+    assert normalize("真的？！") == "真的？"
+    # Near-misses: ~ before a value is 约, between values 到; — between words is a pause.
+    assert normalize("~30分钟") == "约三十分钟"
+    assert normalize("3天~5天") == "三天到五天"
+    assert normalize("提醒——明天交电费") == "提醒，明天交电费"
+    assert normalize("周一—周五") == "周一，周五"
+
+
+def test_convention_short_dash_dates():
+    """m-d with a dash and a day under 13 stays a range (its zero dropped) unless a date word follows."""
+    assert normalize("12-05") == "十二到五"
+    assert normalize("12-05日") == "十二月五日"
+    assert normalize("12-05号到期") == "十二月五号到期"
+    assert normalize("3-8日出发") == "三月八日出发"
+    # Near-misses: a span of days, a range of buildings, an ordinal range, a date with a day over 12, a phone number.
+    assert normalize("3-5日内送达") == "三到五日内送达"
+    assert normalize("1-5号楼") == "一到五号楼"
+    assert normalize("第1-5号") == "第一到五号"
+    assert normalize("12-25") == "十二月二十五日"
+    assert normalize("电话010-12345678") == "电话零幺零幺二三四五六七八"
+
+
 def test_phonemize_is_built_from_pinyin():
     from misaki.zh import ZHG2P
 
