@@ -63,3 +63,17 @@ def test_batched_plans_build_at_the_default_profiles_within_the_budget(tmp_path:
     assert s1.record.activation_bytes < s2.record.activation_bytes < 1.5e9
     weights = s1.record.weights_bytes + s2.record.weights_bytes
     assert weights + s2.record.activation_bytes < 1.8e9
+
+
+def test_fp16_batched_stage_2_builds_strongly_typed_at_half_the_memory(tmp_path: Path) -> None:
+    """``engine.precision: fp16`` is for TensorRT: its stage 2 (fp16 with float32 islands, exported here, ~1 min)
+    must build as a strongly typed plan, with about half the float32 plan's weights (133 vs 235 MiB measured)
+    and scratch (650 vs 1289 MiB at the same four profiles), so a slot's weights and larger scratch fit in 1 GB."""
+    settings = load_settings(overrides={"engine.engine_dir": str(tmp_path), "engine.compute_capability": "8.6",
+                                        "engine.batched": "auto", "engine.precision": "fp16"})
+    graphs = gpu_stage_graphs(settings, ensure_assets(settings.assets, voices=[]))
+    built = ensure_plans(settings, graphs, "tensorrt-rtx", progress=False)
+    s1, s2 = built["stage1"].record, built["stage2"].record
+    assert built["stage2"].key.precision == "fp16" and len(built["stage2"].key.profiles) == 4
+    assert 125e6 < s2.weights_bytes < 150e6 and s2.activation_bytes < 0.8e9
+    assert s1.weights_bytes + s2.weights_bytes + max(s1.activation_bytes, s2.activation_bytes) < 1e9
