@@ -41,10 +41,10 @@ class _Rules:
         self.ordinal_re = re.compile(rf"\s*(?:到\d+)?(?:{ordinal})")
         self.liang_re = re.compile(rf"\s*(?:到\d+)?(?:{liang})")
         self.unit_cues = {u: re.compile(_alternation(words)) for u, words in d["unit_cues"].items()}
-        self.year_before = re.compile(rf"(?:{_alternation(d['year_count_before'])})$")
+        self.year_before = re.compile(rf"(?:{_alternation(d['year_count_before'])})\s*$")
         self.year_after = re.compile(rf"(?:{_alternation(d['year_count_after'])})")
         self.short_year_after = re.compile(rf"(?:{_alternation(d['short_year_count_after'])})")
-        self.year_context = re.compile(rf"(?:{_alternation(d['year_context_before'])})$")
+        self.year_context = re.compile(rf"(?:{_alternation(d['year_context_before'])})\s*$")
         self.pre = re.compile(_alternation(d["pre_nfkc"]))
         self.unit_re = re.compile(rf"\s*(?:{_alternation(self.units)})(?![A-Za-z])")
         self.unit_chain = re.compile(rf"\d\s*(?:{_alternation(self.units)})$")
@@ -84,11 +84,16 @@ class _Rules:
         seat = _alternation(d["seat_words"])
         words = _alternation({str(w) for w in d["currency_prefix"].values()})
         return [
+            # A space between a number and the word after it (2 小时, 2026 年, 2-4 天, as LLM replies write; NFKC made
+            # U+3000 and NBSP plain spaces) is never said: dropping it once here lets every rule that reads the word
+            # after a number (年 after a year, a measure word that takes 两, a range's far end) see that word.
+            (re.compile(r"(?<=\d)[ \t]+(?=[\u3400-\u9fff])"), lambda m: ""),
             # A line's leading bullet (-, *, •) or Markdown heading (#) is decoration, not a minus or 号.
             (re.compile(r"(?m)^[ \t]*(?:[-*+•]|#{1,6})[ \t]+"), lambda m: ""),
             # A numbered list item at the start of a line (1. 取快递, 1) 取快递, 1️⃣ 取快递; ① became 1. above): its
             # number, then a pause, not a decimal point.
-            (re.compile(r"(?m)^([ \t]*)(\d{1,2})(?:[.)]|\ufe0f?\u20e3)\s*(?=[^\d\s.])"),
+            # A digit may start the item after a space (1. 09:30 视频会议): a decimal's point has no space after it.
+            (re.compile(r"(?m)^([ \t]*)(\d{1,2})(?:[.)]|\ufe0f?\u20e3)(?:\s*(?=[^\d\s.])|[ \t]+(?=\d))"),
              lambda m: m[1] + cardinal(m[2]) + "，"),
             (re.compile(rf"(?<![A-Za-z])([{d['plate_provinces']}])([A-Z])\s*[·.]?\s*(?=[A-Z\d]{{5,6}}(?![A-Za-z\d]))"
                         r"([A-Z]*\d[A-Z\d]*)"), self._plate),
@@ -131,10 +136,15 @@ class _Rules:
             # Six digits after 股票/代码 or in brackets after a stock's name (贵州茅台(600519)) are a stock code.
             (re.compile(rf"(?:{_alternation(d['stock_cues'])})(?:是|为|：|:|\s)*\d{{6}}(?![\d.%‰])"
                         r"|(?<=[\u3400-\u9fff][(（])\s*\d{6}(?=\s*[)）])"), self._cued),
+            # Six digits starting 0, 3 or 6 after a listed company's name (招商银行 600036) are its stock code.
+            (re.compile(rf"((?:{_alternation(d['stock_name_endings'])})\s*)([036]\d{{5}})(?![\d.%‰,])"),
+             self._stock_after_name),
             # Seat and car numbers drop a leading zero (05车03A → 五车三A), and keep their 二 (02车 → 二车).
-            (re.compile(rf"(?<![\dA-Za-z.:：\-])0+(\d{{1,2}})(?=\s*(?:{seat})|[{d['seat_letters']}](?![A-Za-z]))"),
+            (re.compile(rf"(?<![\dA-Za-z.\-])(?<!\d[:：])0+(\d{{1,2}})(?=\s*(?:{seat})|[{d['seat_letters']}](?![A-Za-z]))"),
              self._seat),
-            (re.compile(rf"(?:{cue_before})(?:是|为|：|:|\s)*[A-Z]{{0,3}}-?(?:\d[\d -]*\d|\d)"), self._cued),
+            # A dashed model number's later groups are part of it (型号 XQG100-BD14 → XQG幺零零BD幺四).
+            (re.compile(rf"(?:{cue_before})(?:是|为|：|:|\s)*[A-Z]{{0,3}}-?(?:\d[\d -]*\d|\d)"
+                        r"(?:-[A-Za-z]+\d[A-Za-z\d]*)*"), self._cued),
             (re.compile(rf"(?<![\d.])\d{{3,}}(?:-\d+)*(?=\s*(?:{cue_after}))"), self._digit_string),
             (re.compile(r"(?<![\d.\-])(?:\+86[\s-]*)?(?:1[3-9]\d[\s-]?\d{4}[\s-]?\d{4}|0\d{2,3}(?:-\d{7,8}|[\s-]\d{3,4}[\s-]\d{4})"
                         r"|400-?\d{3}-?\d{4})(?![\d.])"), self._digit_string),
@@ -257,16 +267,30 @@ class _Rules:
         """v3.2.1, 2025.11 版本: each part a number (a four-digit year part digit by digit); else untouched."""
         parts = m[0].split(".")
         before, after = m.string[: m.start()], m.string[m.end() :]
-        cue = bool(self.version_before.search(before) or _VERSION_AFTER.match(after))
-        # Joined to a name or after one and a space (HA2024.12, iOS 17.10, Home Assistant 2024.12), it is a version
-        # too, unless a unit or % makes it a reading (GPU85.5°C).
-        named = re.search(r"[A-Za-z]\s?$", before)
-        joined = bool(named) and not (self.unit_re.match(after) or _READING_AFTER.match(after))
-        if len(parts) == 2 and not (cue or joined):
+        cue = self._version_cue(before, after)
+        # The far end of a change from a version is one too (Frigate 0.15 → 0.16: → became 到 above).
+        prev = _VERSION_BEFORE.search(before)
+        cue = cue or bool(prev and self._version_cue(before[: prev.start()], before[prev.end(1) :]))
+        if len(parts) == 2 and not cue:
             return m[0]
         if len(parts) == 3 and len(parts[0]) == 4 and not (cue or re.search(r"[A-Za-z]\s*$", before)):
             return m[0]  # 2025.06.18: a date
         return "点".join(digits(p) if len(p) == 4 or (len(p) > 1 and p[0] == "0") else cardinal(p) for p in parts)
+
+    def _version_cue(self, before: str, after: str) -> bool:
+        """A version word before a dotted number or 版 after it; or a name it is joined to or follows after a space
+        (HA2024.12, iOS 17.10, Home Assistant 2024.12), unless a unit or % makes it a reading (GPU85.5°C)."""
+        if self.version_before.search(before) or _VERSION_AFTER.match(after):
+            return True
+        named = re.search(r"[A-Za-z]\s?$", before)
+        return bool(named) and not (self.unit_re.match(after) or _READING_AFTER.match(after))
+
+    def _stock_after_name(self, m: re.Match[str]) -> str:
+        """招商银行 600036: six digits after a listed company's name are its stock code, digit by digit; an amount
+        (工商银行 300000 元, 集团 600000 人) is left to the number rules."""
+        if self._counts(m.string[m.end() :]):
+            return m[0]
+        return m[1] + _read_code(m[2])
 
     def _month_day(self, m: re.Match[str]) -> str:
         """5/20 and 12-25 are dates when they can only be one (day 13–31); 1/5 stays a fraction, and a dash pair that
@@ -355,10 +379,13 @@ class _Rules:
         name = re.search(r"(?<![A-Za-z])[A-Za-z]+$", m.string[: m.start()])
         if name and name[0] not in ("T", "t"):
             return m[0]
-        if int(h) > 24 or int(mi) > 59 or (s and int(s) > 59):
+        if int(mi) > 59 or (s and int(s) > 59):
             return f"{cardinal(h)}比{cardinal(mi)}" + (f"比{cardinal(s)}" if s else "")
+        # A countdown's first part may be minutes past 24 (还剩 45:20 → 四十五分二十秒): no clock, and no ratio either.
         if self.countdown_before.search(m.string[: m.start()]):
             return _countdown(h, mi, s) + (half or "")
+        if int(h) > 24:
+            return f"{cardinal(h)}比{cardinal(mi)}" + (f"比{cardinal(s)}" if s else "")
         said = half and not self.day_part_before.search(m.string[: m.start()])  # 晚上8:00 pm: said once
         out = (str(self.d["am_pm"][half]) if said else "") + cardinal(h, liang=True) + "点"
         s = s if s and int(s) else None  # 09:00:00 is 九点
@@ -476,8 +503,9 @@ class _Rules:
     def _number(self, m: re.Match[str]) -> str:
         sign, whole, frac = m.groups()
         after = m.string[m.end() :]
-        if "," in whole:
-            return self._sign(sign, after) + decimal(whole.replace(",", "") + (frac or ""))
+        if "," in whole:  # 第 2,000 位 is an ordinal: 第二千位, not 两千
+            return self._sign(sign, after) + decimal(whole.replace(",", "") + (frac or ""),
+                                                     big_liang=not _after_ordinal(m.string[: m.start()]))
         return self._sign(sign, after) + self._read_number(m.string[: m.start()], whole + (frac or ""), after)
 
     def _read_number(self, before: str, number: str, after: str) -> str:
@@ -495,6 +523,8 @@ class _Rules:
 
 _FRACTION_AFTER = re.compile(r"\s*(?:的|之|左右|以上|以下)")
 _VERSION_AFTER = re.compile(r"\s*版")
+# A dotted number and 到 right before another (0.15 到 0.16): the left end of a change of version.
+_VERSION_BEFORE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)+)\s*到\s*$")
 _BIG_OR_MORE = re.compile(r"\s*[万亿多年]")
 _READING_AFTER = re.compile(r"\s*[%‰°]")
 _CLAUSE_END = re.compile(r"[。！？，,；;\n]")

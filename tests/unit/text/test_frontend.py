@@ -171,6 +171,55 @@ def test_announcement_rules_from_the_fifth_held_out_set():
     assert normalize("卡号 6222 0212 3456 789") == "卡号六二二二零二幺二三四五六七八九"
     assert normalize("有 2 户") == "有两户"
 
+
+def test_announcement_rules_from_the_sixth_held_out_set():
+    """General rules for announce_holdout6.tsv's first-run misses, checked on sentences outside the sets."""
+    # A space (ASCII, U+3000, NBSP) between a number and the word after it changes no reading: years before 年,
+    # 两 before a measure word, a range's far end before its measure word, two years before 年.
+    assert normalize("空调是 2019 年买的") == normalize("空调是2019年买的") == "空调是二零一九年买的"
+    assert normalize("是 85 年的酒") == "是八五年的酒"
+    assert normalize("用了 5 年") == "用了五年"
+    assert normalize("大约 2\u3000小时后") == "大约两小时后"
+    assert normalize("需要 2\u00a0小时") == "需要两小时"
+    assert normalize("等 2-3 天") == "等两到三天"
+    assert normalize("可坐 2~4 人") == "可坐两到四人"
+    assert normalize("1998-2003 年间") == "一九九八到二零零三年间"
+    assert normalize("2 号线") == "二号线"
+    assert normalize("第 2 站") == "第二站"
+    # Stops to go and bars of signal are counts: 两.
+    assert normalize("还有2站") == "还有两站"
+    assert normalize("电量只剩 2 格") == "电量只剩两格"
+    # A countdown's minutes may pass 24; without a countdown word such a pair is still a ratio or a score.
+    assert normalize("还剩 38:05") == "还剩三十八分五秒"
+    assert normalize("剩余 59:59") == "剩余五十九分五十九秒"
+    assert normalize("比分 45:20") == "比分四十五比二十"
+    assert normalize("45:20") == "四十五比二十"
+    assert normalize("会议 10:30 开始") == "会议十点三十分开始"
+    # A cued model number's dashed later groups are digits too.
+    assert normalize("型号 A100-B2") == "型号A幺零零B二"
+    assert normalize("型号 WD200-HX12 已连接") == "型号WD二零零HX幺二已连接"
+    # Six digits starting 0, 3 or 6 after a listed company's name are its stock code; an amount stays one.
+    assert normalize("中信证券 600030 涨停") == "中信证券六零零零三零涨停"
+    assert normalize("平安银行 000001 今日上涨") == "平安银行零零零零零幺今日上涨"
+    assert normalize("工商银行 300000 元贷款") == "工商银行三十万元贷款"
+    assert normalize("集团 600000 人") == "集团六十万人"
+    assert normalize("科技 123456") == "科技十二万三千四百五十六"
+    # A price in 元 with two decimals, spaced or not, reads 元/角/分.
+    assert normalize("股价 12.35 元") == "股价十二元三角五分"
+    # A zero-led car number drops its zero after a colon too; a clock's minutes before 车 stay a time.
+    assert normalize("座位：05车") == "座位，五车"
+    assert normalize("8:05车到站") == "八点零五分车到站"
+    # The far end of a change from a version is a version; a range of decimals keeps its digits.
+    assert normalize("HAOS 13.1 → 13.12 已更新") == "HAOS十三点一到十三点十二已更新"
+    assert normalize("1.5 到 2.5 倍") == "一点五到二点五倍"
+    assert normalize("0.15 到 0.16") == "零点一五到零点一六"
+    # An ordinal with a thousands separator keeps 二; a count takes 两.
+    assert normalize("第 2,000 名") == "第二千名"
+    assert normalize("共 2,000 人") == "共两千人"
+    # A list item may start with a number after a space: the pause after the list number is ，.
+    assert normalize("安排：\n1. 08:00 晨会\n2. 2 点取件") == "安排，一，八点晨会，二，两点取件"
+    assert normalize("1.5公里") == "一点五公里"
+
 def test_nothing_the_user_wrote_is_dropped_around_latin_names():
     """Bugs around Latin letters: a dotted standard name, a reading right after a name, a year-version, a range."""
     # Letters, a dot and digits: 点, then the digits as after letters (three or more one by one); No. is 号.
