@@ -60,7 +60,6 @@ class _Rules:
         self.not_measure = re.compile(rf"\s*(?:{_alternation(d['not_measure_words'])})")
         self.countdown_before = re.compile(rf"(?:{_alternation(d['countdown_cues'])})[:：]?\s*$")
         self.seat_before = re.compile(rf"(?:{_alternation(d['seat_words'])})[:：\s]*$")
-        self.tilde_particles = set(d["tilde_particles"])
         self.day_part_before = re.compile(rf"(?:{_alternation(d['day_parts'])})\s*$")
         self.date_colon_before = re.compile(rf"(?:{_alternation(d['date_words_before_colon'])})\s*[:：]\s*$")
         self.colon_before = re.compile(r"[:：]\s*$")
@@ -161,7 +160,7 @@ class _Rules:
             # Three or more dash-joined groups that are not a date or a phone number: a code (取件 3-4-1187).
             (re.compile(r"(?<![\d.\-])\d{1,4}(?:-\d{1,4}){2,}(?![\d.\-])"), self._digit_string),
             # Not an amount: ¥120, 120,000 and 120GB are money and quantities, not the ambulance line.
-            (re.compile(rf"(?<![\d.A-Za-z{signs}])(?:{service})(?![\d.A-Za-z]|,\d)"), self._service),
+            (re.compile(rf"(?<![\d.A-Za-z{signs}])(?<![{signs}]\s)(?:{service})(?![\d.A-Za-z]|,\d)"), self._service),
             # A dash joining letters and digits makes a code (KFR-35GW, E-101, i9-13900K); the dash is not read.
             # Not a minus before a temperature after a name (GPU-5°C is 零下五摄氏度, read by the unit rule).
             (re.compile(r"(?<![A-Za-z\d.])[A-Za-z]{1,5}\d*(?:-[A-Za-z]*\d[A-Za-z\d]*)+(?![A-Za-z\d.]|\s*°)"),
@@ -180,7 +179,9 @@ class _Rules:
             (re.compile(rf"((?:{ratio})(?:是|为)?\s*)(\d+)\s*[:：]\s*(\d+)"), self._ratio),
             # A Chinese clock with a zero-led minute reads the zero as a digital one does (9点05分 → 九点零五分); the
             # hour is left to the number rules (2点 → 两点).
-            (re.compile(r"(?<![\d.])(\d{1,2})点0([1-9])分"), lambda m: m[1] + "点零" + cardinal(m[2]) + "分"),
+            # "00分" is not read, as ":00" is not (9点00分 → 九点).
+            (re.compile(r"(?<![\d.])(\d{1,2})点0([0-9])分"),
+             lambda m: m[1] + "点" + ("零" + cardinal(m[2]) + "分" if int(m[2]) else "")),
             (re.compile(pair + r"(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?(?![\d:])"
                         rf"(?:\s*({_alternation(d['am_pm'])})(?![A-Za-z\d{DIGITS}十点]))?(\s*[-~至]\s*(?=\d{{1,2}}[:：]\d{{2}}))?"),
              self._clock),
@@ -243,12 +244,11 @@ class _Rules:
         return m[1]
 
     def _tilde(self, m: re.Match[str]) -> str:
-        """~ left between two words is a range, 到 (周一~周五), unless a particle before it shows a drawn-out tone
-        (好哒~); a trailing one is decoration: 。 at the end of the text, nothing elsewhere."""
+        """~ left between two words is a range, 到, only where both name days, dates, times or values (周一~周五);
+        between other words it is a pause (早安～今天, 好哒~马上到: a reader stops there). A trailing one is
+        decoration: 。 at the end of the text, nothing elsewhere (before a line break, which is the pause)."""
         before, after = m.string[: m.start()], m.string[m.end() :]
         if re.search(r"[\u3400-\u9fff]$", before) and re.match(r"[\u3400-\u9fff]", after):
-            if before[-1] in self.tilde_particles:
-                return ""
             ranged = self.tilde_range_before.search(before) and self.tilde_range_after.match(after)
             return "到" if ranged else "，"
         return "" if re.search(r"[\w\u3400-\u9fff]", after) else "。"

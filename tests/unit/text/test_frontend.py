@@ -689,7 +689,7 @@ def test_convention_tilde_dash_between_words_and_repeated_marks():
     assert normalize("1日—5日放假") == "一日到五日放假"
     assert normalize("起床啦～") == "起床啦。"
     assert normalize("晚安~\n明天见") == "晚安，明天见"
-    assert normalize("好哒~马上到") == "好哒马上到"
+    assert normalize("好哒~马上到") == "好哒，马上到"
     assert normalize("太好了!!") == "太好了！"
     assert normalize("真的？！") == "真的？"
     # Near-misses: ~ before a value is 约, between values 到; — between words is a pause.
@@ -720,6 +720,7 @@ def test_convention_countdown_seconds_and_chinese_clock_minutes():
     assert normalize("还剩 1:05:00") == "还剩一小时五分"
     assert normalize("9点05分开会") == "九点零五分开会"
     assert normalize("2点05分") == "两点零五分"
+    assert normalize("9点00分") == "九点"
     # Near-misses: a clock time stays one; a minute without its zero, or a count of minutes, has no 零.
     assert normalize("提醒：10:00") == "提醒，十点"
     assert normalize("9点5分") == "九点五分"
@@ -731,6 +732,7 @@ def test_convention_noon_midnight_time_zones_and_signs():
     assert normalize("12:15 PM") == "中午十二点十五分"
     assert normalize("12:30 AM") == "凌晨十二点三十分"
     assert normalize("UTC-5") == "UTC减五"
+    assert normalize("UTC−5") == "UTC减五"
     assert normalize("+¥356") == "加三百五十六元"
     assert normalize("+3℃") == "加三摄氏度"
     assert normalize("-3℃") == "零下三摄氏度"
@@ -780,6 +782,8 @@ def test_convention_seconds_units_and_dollar_prefixes():
     assert normalize("iPhone6s") == "iPhone六s"
     assert normalize("去4s店保养") == "去四s店保养"
     assert normalize("$50") == "五十美元"
+    assert normalize("¥ 120") == "一百二十元"
+    assert normalize("拨打120") == "拨打幺二零"
 
 
 def test_convention_tilde_pause_and_colon_versions():
@@ -788,6 +792,7 @@ def test_convention_tilde_pause_and_colon_versions():
     assert normalize("早安～今天有雨") == "早安，今天有雨"
     assert normalize("早安～\n今天有雨") == "早安，今天有雨"
     assert normalize("北京～上海") == "北京，上海"
+    assert normalize("好的～我这就去办") == "好的，我这就去办"
     assert normalize("可用：2026.12.0") == "可用，二零二六点十二点零"
     assert normalize("固件 2026.12.1") == "固件二零二六点十二点一"
     # Near-misses: days, times and values keep 到; a particle's ~ is a drawn-out tone; a date after a date word
@@ -795,7 +800,7 @@ def test_convention_tilde_pause_and_colon_versions():
     assert normalize("周一～周五") == "周一到周五"
     assert normalize("明天～后天") == "明天到后天"
     assert normalize("3天~5天") == "三天到五天"
-    assert normalize("好哒~马上到") == "好哒马上到"
+    assert normalize("晚安～") == "晚安。"
     assert normalize("纪念日：2027.05.16") == "纪念日，二零二七年五月十六日"
     assert normalize("日期：2026.12.1") == "日期，二零二六年十二月一日"
     assert normalize("出发：2026.12.05") == "出发，二零二六年十二月五日"
