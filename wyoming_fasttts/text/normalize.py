@@ -128,7 +128,7 @@ class _Rules:
             # not inside a code, where letters or a dash come first (KFR-35GW-2).
             (re.compile(r"(?<![A-Za-z\d.\-])(\d+(?:\.\d+)?\s*[A-Za-z]{1,4})\s*[-~]\s*(?=\d)"), lambda m: m[1] + "到"),
             # Blood pressure (128/82 mmHg, 血压 120/80): 比 between the values, as it is said; not a fraction or date.
-            (re.compile(rf"((?:{_alternation(d['blood_pressure_cues'])})(?:是|为|：|:|\s)*)?(?<![\d./])(\d{{2,3}})\s*/\s*"
+            (re.compile(rf"((?:{_alternation(d['blood_pressure_cues'])})[^\dA-Za-z，。！？,;；\n]{{0,4}}?)?(?<![\d./])(\d{{2,3}})\s*/\s*"
                         r"(\d{2,3})(?![\d/])(\s*mmHg)?"), self._blood_pressure),
             (re.compile(r"(?<!\d)(\d{1,2})月(\d{1,2})(?=[日号])"), self._md),
             (re.compile(r"(?<![\d./])(\d{1,2})(/)(\d{1,2})(?![\d/])"), self._month_day),
@@ -141,7 +141,7 @@ class _Rules:
             (re.compile(r"(?<![A-Za-z])([A-Za-z]+)\.(\d+(?:\.\d+)*)(?![\d.])"), self._letter_dot),
             # A gate's number is a number at any length (登机口 D108, D108登机口), not a model number.
             (re.compile(rf"((?:{gate})[^\dA-Za-z，。！？,;；\n]{{0,4}}?)([A-Z])(\d{{1,4}})(?![\d.A-Za-z])"
-                        rf"|(?<![A-Za-z])()([A-Z])(\d{{1,4}})(?=\s*(?:{gate}))"), self._gate),
+                        rf"|(?<![A-Za-z])()([A-Z])(\d{{1,4}})(?=\s*号?\s*(?:{gate}))"), self._gate),
             # Six digits after 股票/代码 or in brackets after a stock's name (贵州茅台(600519)) are a stock code.
             (re.compile(rf"(?:{_alternation(d['stock_cues'])})(?:是|为|：|:|\s)*\d{{6}}(?![\d.%‰])"
                         r"|(?<=[\u3400-\u9fff][(（])\s*\d{6}(?=\s*[)）])"), self._cued),
@@ -189,10 +189,11 @@ class _Rules:
             (re.compile(pair + r"(?<![A-Za-z])(\d+)[:：](\d+)(?![\d:])"), self._ratio),
             # A minus after a comparison (较昨日-12%, 环比 -3.5%) is a change, 减, not a negative (负; 比较冷 is no
             # comparison); + before a number is 加 (+5%; +86 was read above); ↑/↓ before one are 上升/下降.
-            (re.compile(rf"((?<!比)(?:{change})[\u3400-\u9fff]{{0,4}}?[:：]?\s*)-(?=\s*[¥$€£]?\d)"),
+            (re.compile(rf"((?<!比)(?:{change})[\u3400-\u9fff]{{0,4}}?[:：]?\s*)-(?=\s*(?:{money})?\d)"),
              lambda m: m[1] + "减"),
-            (re.compile(r"(?<![\d+])\+(?=\s*[¥$€£]?\d)"), lambda m: "加"),
-            (re.compile(rf"([{arrows}])\ufe0f?\s*(?=[-+加减]?\s*[¥$€£]?\d)"), lambda m: self.d["change_arrows"][m[1]]),
+            (re.compile(rf"(?<![\d+])\+(?=\s*(?:{money})?\d)"), lambda m: "加"),
+            (re.compile(rf"([{arrows}])\ufe0f?\s*(?=[-+加减]?\s*(?:{money})?\d)"),
+             lambda m: self.d["change_arrows"][m[1]]),
             (re.compile(rf"\s*([{compare}])\s*(?=[-\d])"), lambda m: self.d["compare_symbols"][m[1]]),
             (re.compile(r"(?<=\d)\+(?!\s*\d)"), lambda m: "加"),
             (re.compile(rf"(-?)({money})\s*(-?)({_AMOUNT})(万|亿)?"), self._money),

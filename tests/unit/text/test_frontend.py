@@ -734,6 +734,7 @@ def test_convention_noon_midnight_time_zones_and_signs():
     assert normalize("UTC-5") == "UTC减五"
     assert normalize("UTC−5") == "UTC减五"
     assert normalize("+¥356") == "加三百五十六元"
+    assert normalize("+HK$50") == "加五十港元"
     assert normalize("+3℃") == "加三摄氏度"
     assert normalize("-3℃") == "零下三摄氏度"
     # Near-misses: other hours keep 上午/下午; a day part already written is not said again; UTC+8.
@@ -747,6 +748,7 @@ def test_convention_gates_routes_and_2k():
     """2 before 百/千 in a gate or route is 二; 2K is 二K (4K stays 四K)."""
     assert normalize("登机口 B226") == "登机口B二百二十六"
     assert normalize("209路") == "二百零九路"
+    assert normalize("B226号登机口") == "B二百二十六号登机口"
     assert normalize("2K屏幕") == "二K屏幕"
     assert normalize("4K电视") == "四K电视"
     # Near-misses: an amount keeps 两, and a count before a measure word.
@@ -760,12 +762,15 @@ def test_convention_screen_ratios_and_blood_pressure():
     assert normalize("屏幕 16:10") == "屏幕十六比十"
     assert normalize("画面21:9") == "画面二十一比九"
     assert normalize("16:9的画面") == "十六比九的画面"
+    assert normalize("16∶9") == "十六比九"
+    assert normalize("血压偏高 150/100") == "血压偏高一百五十比一百"
     assert normalize("128/82 mmHg") == "一百二十八比八十二毫米汞柱"
     assert normalize("血压128/82") == "血压一百二十八比八十二"
     assert normalize("血压：120/80mmHg") == "血压，一百二十比八十毫米汞柱"
     # Near-misses: h:mm elsewhere is a clock; other slashes stay fractions and dates.
     assert normalize("16:10的会议") == "十六点十分的会议"
     assert normalize("1/5") == "五分之一"
+    assert normalize("血压高，1/5的人") == "血压高，五分之一的人"
     assert normalize("5/20") == "五月二十日"
     assert normalize("3/128") == "一百二十八分之三"
 
