@@ -60,8 +60,14 @@ class _Rules:
         self.not_measure = re.compile(rf"\s*(?:{_alternation(d['not_measure_words'])})")
         self.countdown_before = re.compile(rf"(?:{_alternation(d['countdown_cues'])})[:：]?\s*$")
         self.seat_before = re.compile(rf"(?:{_alternation(d['seat_words'])})[:：\s]*$")
-        self.tilde_particles = set(d["tilde_particles"])
         self.day_part_before = re.compile(rf"(?:{_alternation(d['day_parts'])})\s*$")
+        self.date_colon_before = re.compile(rf"(?:{_alternation(d['date_words_before_colon'])})\s*[:：]\s*$")
+        self.colon_before = re.compile(r"[:：]\s*$")
+        ends = _alternation(d["tilde_range_ends"])
+        self.tilde_range_before = re.compile(rf"(?:{ends})$")
+        self.tilde_range_after = re.compile(rf"(?:{ends})")
+        self.name_suffix_units = set(d["name_suffix_units"])
+        self.unit_names = {u: re.compile(_alternation(words)) for u, words in d["unit_names_before"].items()}
         self.rules = self._compile(d)
 
     def _compile(self, d: dict[str, Any]) -> list[_Rule]:
@@ -121,6 +127,9 @@ class _Rules:
             # A dash after a value that ends in letters (1080P-4K, 2.4GHz-5GHz, 3V-5V) is a range too, not a minus;
             # not inside a code, where letters or a dash come first (KFR-35GW-2).
             (re.compile(r"(?<![A-Za-z\d.\-])(\d+(?:\.\d+)?\s*[A-Za-z]{1,4})\s*[-~]\s*(?=\d)"), lambda m: m[1] + "到"),
+            # Blood pressure (128/82 mmHg, 血压 120/80): 比 between the values, as it is said; not a fraction or date.
+            (re.compile(rf"((?:{_alternation(d['blood_pressure_cues'])})[^\dA-Za-z，。！？,;；\n]{{0,4}}?)?(?<![\d./])(\d{{2,3}})\s*/\s*"
+                        r"(\d{2,3})(?![\d/])(\s*mmHg)?"), self._blood_pressure),
             (re.compile(r"(?<!\d)(\d{1,2})月(\d{1,2})(?=[日号])"), self._md),
             (re.compile(r"(?<![\d./])(\d{1,2})(/)(\d{1,2})(?![\d/])"), self._month_day),
             (re.compile(r"(?<![\d.\-A-Za-z])(\d{1,2})(-)(\d{1,2})(?![\d\-:]|\.\d)"), self._month_day),
@@ -132,7 +141,7 @@ class _Rules:
             (re.compile(r"(?<![A-Za-z])([A-Za-z]+)\.(\d+(?:\.\d+)*)(?![\d.])"), self._letter_dot),
             # A gate's number is a number at any length (登机口 D108, D108登机口), not a model number.
             (re.compile(rf"((?:{gate})[^\dA-Za-z，。！？,;；\n]{{0,4}}?)([A-Z])(\d{{1,4}})(?![\d.A-Za-z])"
-                        rf"|(?<![A-Za-z])()([A-Z])(\d{{1,4}})(?=\s*(?:{gate}))"), self._gate),
+                        rf"|(?<![A-Za-z])()([A-Z])(\d{{1,4}})(?=\s*号?\s*(?:{gate}))"), self._gate),
             # Six digits after 股票/代码 or in brackets after a stock's name (贵州茅台(600519)) are a stock code.
             (re.compile(rf"(?:{_alternation(d['stock_cues'])})(?:是|为|：|:|\s)*\d{{6}}(?![\d.%‰])"
                         r"|(?<=[\u3400-\u9fff][(（])\s*\d{6}(?=\s*[)）])"), self._cued),
@@ -151,7 +160,7 @@ class _Rules:
             # Three or more dash-joined groups that are not a date or a phone number: a code (取件 3-4-1187).
             (re.compile(r"(?<![\d.\-])\d{1,4}(?:-\d{1,4}){2,}(?![\d.\-])"), self._digit_string),
             # Not an amount: ¥120, 120,000 and 120GB are money and quantities, not the ambulance line.
-            (re.compile(rf"(?<![\d.A-Za-z{signs}])(?:{service})(?![\d.A-Za-z]|,\d)"), self._service),
+            (re.compile(rf"(?<![\d.A-Za-z{signs}])(?<![{signs}]\s)(?:{service})(?![\d.A-Za-z]|,\d)"), self._service),
             # A dash joining letters and digits makes a code (KFR-35GW, E-101, i9-13900K); the dash is not read.
             # Not a minus before a temperature after a name (GPU-5°C is 零下五摄氏度, read by the unit rule).
             (re.compile(r"(?<![A-Za-z\d.])[A-Za-z]{1,5}\d*(?:-[A-Za-z]*\d[A-Za-z\d]*)+(?![A-Za-z\d.]|\s*°)"),
@@ -168,6 +177,11 @@ class _Rules:
             # Video resolutions (1080P, 720p); 4K is a number of thousands and reads as one.
             (re.compile(r"(?<![\d.A-Za-z])\d{3,4}(?=[pP](?![A-Za-z]))"), self._digit_string),
             (re.compile(rf"((?:{ratio})(?:是|为)?\s*)(\d+)\s*[:：]\s*(\d+)"), self._ratio),
+            # A Chinese clock with a zero-led minute reads the zero as a digital one does (9点05分 → 九点零五分); the
+            # hour is left to the number rules (2点 → 两点).
+            # "00分" is not read, as ":00" is not (9点00分 → 九点).
+            (re.compile(r"(?<![\d.])(\d{1,2})点0([0-9])分"),
+             lambda m: m[1] + "点" + ("零" + cardinal(m[2]) + "分" if int(m[2]) else "")),
             (re.compile(pair + r"(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?(?![\d:])"
                         rf"(?:\s*({_alternation(d['am_pm'])})(?![A-Za-z\d{DIGITS}十点]))?(\s*[-~至]\s*(?=\d{{1,2}}[:：]\d{{2}}))?"),
              self._clock),
@@ -175,10 +189,11 @@ class _Rules:
             (re.compile(pair + r"(?<![A-Za-z])(\d+)[:：](\d+)(?![\d:])"), self._ratio),
             # A minus after a comparison (较昨日-12%, 环比 -3.5%) is a change, 减, not a negative (负; 比较冷 is no
             # comparison); + before a number is 加 (+5%; +86 was read above); ↑/↓ before one are 上升/下降.
-            (re.compile(rf"((?<!比)(?:{change})[\u3400-\u9fff]{{0,4}}?[:：]?\s*)-(?=\s*[¥$€£]?\d)"),
+            (re.compile(rf"((?<!比)(?:{change})[\u3400-\u9fff]{{0,4}}?[:：]?\s*)-(?=\s*(?:{money})?\d)"),
              lambda m: m[1] + "减"),
-            (re.compile(r"(?<![\d+])\+(?=\s*[¥$€£]?\d)"), lambda m: "加"),
-            (re.compile(rf"([{arrows}])\ufe0f?\s*(?=[-+加减]?\s*[¥$€£]?\d)"), lambda m: self.d["change_arrows"][m[1]]),
+            (re.compile(rf"(?<![\d+])\+(?=\s*(?:{money})?\d)"), lambda m: "加"),
+            (re.compile(rf"([{arrows}])\ufe0f?\s*(?=[-+加减]?\s*(?:{money})?\d)"),
+             lambda m: self.d["change_arrows"][m[1]]),
             (re.compile(rf"\s*([{compare}])\s*(?=[-\d])"), lambda m: self.d["compare_symbols"][m[1]]),
             (re.compile(r"(?<=\d)\+(?!\s*\d)"), lambda m: "加"),
             (re.compile(rf"(-?)({money})\s*(-?)({_AMOUNT})(万|亿)?"), self._money),
@@ -230,11 +245,13 @@ class _Rules:
         return m[1]
 
     def _tilde(self, m: re.Match[str]) -> str:
-        """~ left between two words is a range, 到 (周一~周五), unless a particle before it shows a drawn-out tone
-        (好哒~); a trailing one is decoration: 。 at the end of the text, nothing elsewhere."""
+        """~ left between two words is a range, 到, only where both name days, dates, times or values (周一~周五);
+        between other words it is a pause (早安～今天, 好哒~马上到: a reader stops there). A trailing one is
+        decoration: 。 at the end of the text, nothing elsewhere (before a line break, which is the pause)."""
         before, after = m.string[: m.start()], m.string[m.end() :]
         if re.search(r"[\u3400-\u9fff]$", before) and re.match(r"[\u3400-\u9fff]", after):
-            return "" if before[-1] in self.tilde_particles else "到"
+            ranged = self.tilde_range_before.search(before) and self.tilde_range_after.match(after)
+            return "到" if ranged else "，"
         return "" if re.search(r"[\w\u3400-\u9fff]", after) else "。"
 
     def _money_range(self, m: re.Match[str]) -> str:
@@ -250,6 +267,15 @@ class _Rules:
     def _ymd(self, m: re.Match[str]) -> str:
         y, mo, day = m.groups()
         return f"{digits(y)}年{cardinal(mo)}月{cardinal(day)}日"
+
+    def _blood_pressure(self, m: re.Match[str]) -> str:
+        """血压 128/82, 128/82 mmHg: the two pressures are said with 比 (一百二十八比八十二毫米汞柱); without a cue
+        word or mmHg a slash pair is left to the fraction and date rules."""
+        cue, high, low, mmhg = m.groups()
+        if not (cue or mmhg):
+            return m[0]
+        unit = str(self.units["mmHg"]) if mmhg else ""
+        return (cue or "") + cardinal(high) + "比" + cardinal(low) + unit
 
     def _md(self, m: re.Match[str]) -> str:
         return f"{cardinal(m[1])}月{cardinal(m[2])}"
@@ -273,9 +299,17 @@ class _Rules:
         cue = cue or bool(prev and self._version_cue(before[: prev.start()], before[prev.end(1) :]))
         if len(parts) == 2 and not cue:
             return m[0]
-        if len(parts) == 3 and len(parts[0]) == 4 and not (cue or re.search(r"[A-Za-z]\s*$", before)):
+        if len(parts) == 3 and len(parts[0]) == 4 and not (cue or re.search(r"[A-Za-z]\s*$", before)
+                                                           or self._version_after_colon(parts, before)):
             return m[0]  # 2025.06.18: a date
         return "点".join(digits(p) if len(p) == 4 or (len(p) > 1 and p[0] == "0") else cardinal(p) for p in parts)
+
+    def _version_after_colon(self, parts: list[str], before: str) -> bool:
+        """可用：2026.12.0: a bare year.month.patch after a colon is a release, as HA numbers them; not after a word
+        of dates (纪念日：2027.05.16), nor where a zero-padded month or day shows a written date."""
+        if not self.colon_before.search(before) or self.date_colon_before.search(before):
+            return False
+        return not any(len(p) > 1 and p[0] == "0" for p in parts[1:])
 
     def _version_cue(self, before: str, after: str) -> bool:
         """A version word before a dotted number or 版 after it; or a name it is joined to or follows after a space
@@ -387,7 +421,8 @@ class _Rules:
         if int(h) > 24:
             return f"{cardinal(h)}比{cardinal(mi)}" + (f"比{cardinal(s)}" if s else "")
         said = half and not self.day_part_before.search(m.string[: m.start()])  # 晚上8:00 pm: said once
-        out = (str(self.d["am_pm"][half]) if said else "") + cardinal(h, liang=True) + "点"
+        parts = self.d["am_pm_twelve"] if int(h) == 12 else self.d["am_pm"]  # 12:15 PM is noon, 12:30 AM midnight
+        out = (str(parts[half]) if said else "") + cardinal(h, liang=True) + "点"
         s = s if s and int(s) else None  # 09:00:00 is 九点
         if int(mi) or s:
             out += ("零" if mi.startswith("0") and int(mi) else "") + cardinal(mi) + "分"
@@ -494,6 +529,11 @@ class _Rules:
         before = m.string[: m.start()]
         if before[-1:].isascii() and before[-1:].isalpha() and unit[0].isascii() and not self.unit_chain.search(before):
             return m[0]
+        if unit in self.name_suffix_units and re.search(r"[A-Za-z]\s$", before):
+            return m[0]  # iPhone 6s: the model's letter
+        name = self.unit_names.get(unit)
+        if name and name.match(m.string, m.end()):
+            return m[0]  # 4s店
         cue = self.unit_cues.get(unit)
         if cue and not cue.search(before[-8:]):
             return m[0]

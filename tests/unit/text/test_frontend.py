@@ -684,12 +684,12 @@ def test_convention_list_markers_and_markup():
 def test_convention_tilde_dash_between_words_and_repeated_marks():
     """~ between two words is 到, — between two dates too; a trailing ~ is decoration; repeated marks read as one."""
     assert normalize("周一~周五营业") == "周一到周五营业"
-    assert normalize("北京～上海") == "北京到上海"
+    assert normalize("上午～下午") == "上午到下午"
     assert normalize("12月1日—12月5日") == "十二月一日到十二月五日"
     assert normalize("1日—5日放假") == "一日到五日放假"
     assert normalize("起床啦～") == "起床啦。"
     assert normalize("晚安~\n明天见") == "晚安，明天见"
-    assert normalize("好哒~马上到") == "好哒马上到"
+    assert normalize("好哒~马上到") == "好哒，马上到"
     assert normalize("太好了!!") == "太好了！"
     assert normalize("真的？！") == "真的？"
     # Near-misses: ~ before a value is 约, between values 到; — between words is a pause.
@@ -711,6 +711,104 @@ def test_convention_short_dash_dates():
     assert normalize("第1-5号") == "第一到五号"
     assert normalize("12-25") == "十二月二十五日"
     assert normalize("电话010-12345678") == "电话零幺零幺二三四五六七八"
+
+
+def test_convention_countdown_seconds_and_chinese_clock_minutes():
+    """Countdowns: ":00" seconds are not read and seconds under 10 drop their zero; 9点05分 reads its zero."""
+    assert normalize("倒计时 10:00") == "倒计时十分"
+    assert normalize("剩余 05:08") == "剩余五分八秒"
+    assert normalize("还剩 1:05:00") == "还剩一小时五分"
+    assert normalize("9点05分开会") == "九点零五分开会"
+    assert normalize("2点05分") == "两点零五分"
+    assert normalize("9点00分") == "九点"
+    # Near-misses: a clock time stays one; a minute without its zero, or a count of minutes, has no 零.
+    assert normalize("提醒：10:00") == "提醒，十点"
+    assert normalize("9点5分") == "九点五分"
+    assert normalize("05分钟") == "五分钟"
+
+
+def test_convention_noon_midnight_time_zones_and_signs():
+    """12 PM is 中午, 12 AM 凌晨; a zone's sign is 加/减; a sign before money is 加/减; +3℃ 加, -3℃ 零下."""
+    assert normalize("12:15 PM") == "中午十二点十五分"
+    assert normalize("12:30 AM") == "凌晨十二点三十分"
+    assert normalize("UTC-5") == "UTC减五"
+    assert normalize("UTC−5") == "UTC减五"
+    assert normalize("+¥356") == "加三百五十六元"
+    assert normalize("+HK$50") == "加五十港元"
+    assert normalize("+3℃") == "加三摄氏度"
+    assert normalize("-3℃") == "零下三摄氏度"
+    # Near-misses: other hours keep 上午/下午; a day part already written is not said again; UTC+8.
+    assert normalize("11:30 PM") == "下午十一点三十分"
+    assert normalize("9:15 AM") == "上午九点十五分"
+    assert normalize("中午12:15 PM") == "中午十二点十五分"
+    assert normalize("UTC+8") == "UTC加八"
+
+
+def test_convention_gates_routes_and_2k():
+    """2 before 百/千 in a gate or route is 二; 2K is 二K (4K stays 四K)."""
+    assert normalize("登机口 B226") == "登机口B二百二十六"
+    assert normalize("209路") == "二百零九路"
+    assert normalize("B226号登机口") == "B二百二十六号登机口"
+    assert normalize("2K屏幕") == "二K屏幕"
+    assert normalize("4K电视") == "四K电视"
+    # Near-misses: an amount keeps 两, and a count before a measure word.
+    assert normalize("200元") == "两百元"
+    assert normalize("2个") == "两个"
+
+
+def test_convention_screen_ratios_and_blood_pressure():
+    """16:9 after 比例/屏幕/画面 or before 的 is 比; blood pressure (mmHg or after 血压) is read with 比."""
+    assert normalize("比例16:9") == "比例十六比九"
+    assert normalize("屏幕 16:10") == "屏幕十六比十"
+    assert normalize("画面21:9") == "画面二十一比九"
+    assert normalize("16:9的画面") == "十六比九的画面"
+    assert normalize("16∶9") == "十六比九"
+    assert normalize("血压偏高 150/100") == "血压偏高一百五十比一百"
+    assert normalize("128/82 mmHg") == "一百二十八比八十二毫米汞柱"
+    assert normalize("血压128/82") == "血压一百二十八比八十二"
+    assert normalize("血压：120/80mmHg") == "血压，一百二十比八十毫米汞柱"
+    # Near-misses: h:mm elsewhere is a clock; other slashes stay fractions and dates.
+    assert normalize("16:10的会议") == "十六点十分的会议"
+    assert normalize("1/5") == "五分之一"
+    assert normalize("血压高，1/5的人") == "血压高，五分之一的人"
+    assert normalize("5/20") == "五月二十日"
+    assert normalize("3/128") == "一百二十八分之三"
+
+
+def test_convention_seconds_units_and_dollar_prefixes():
+    """s after a number is 秒, ms 毫秒; HK$ 港元, US$ 美元, NT$ 新台币."""
+    assert normalize("等待30s后重试") == "等待三十秒后重试"
+    assert normalize("延迟200ms") == "延迟两百毫秒"
+    assert normalize("HK$120") == "一百二十港元"
+    assert normalize("US$50") == "五十美元"
+    assert normalize("NT$300") == "三百新台币"
+    # Near-misses: s in a model name (joined or after a space) and 4s店 are names, not seconds; $ alone is 美元.
+    assert normalize("iPhone 6s") == "iPhone六s"
+    assert normalize("iPhone6s") == "iPhone六s"
+    assert normalize("去4s店保养") == "去四s店保养"
+    assert normalize("$50") == "五十美元"
+    assert normalize("¥ 120") == "一百二十元"
+    assert normalize("拨打120") == "拨打幺二零"
+
+
+def test_convention_tilde_pause_and_colon_versions():
+    """～ after a word mid-sentence or before a line break is a pause, 到 only between days, dates, times or
+    values; a year.month.patch after a colon or a version word is a version."""
+    assert normalize("早安～今天有雨") == "早安，今天有雨"
+    assert normalize("早安～\n今天有雨") == "早安，今天有雨"
+    assert normalize("北京～上海") == "北京，上海"
+    assert normalize("好的～我这就去办") == "好的，我这就去办"
+    assert normalize("可用：2026.12.0") == "可用，二零二六点十二点零"
+    assert normalize("固件 2026.12.1") == "固件二零二六点十二点一"
+    # Near-misses: days, times and values keep 到; a particle's ~ is a drawn-out tone; a date after a date word
+    # or written zero-padded stays a date.
+    assert normalize("周一～周五") == "周一到周五"
+    assert normalize("明天～后天") == "明天到后天"
+    assert normalize("3天~5天") == "三天到五天"
+    assert normalize("晚安～") == "晚安。"
+    assert normalize("纪念日：2027.05.16") == "纪念日，二零二七年五月十六日"
+    assert normalize("日期：2026.12.1") == "日期，二零二六年十二月一日"
+    assert normalize("出发：2026.12.05") == "出发，二零二六年十二月五日"
 
 
 def test_phonemize_is_built_from_pinyin():
