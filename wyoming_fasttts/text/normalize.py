@@ -127,6 +127,9 @@ class _Rules:
             # A dash after a value that ends in letters (1080P-4K, 2.4GHz-5GHz, 3V-5V) is a range too, not a minus;
             # not inside a code, where letters or a dash come first (KFR-35GW-2).
             (re.compile(r"(?<![A-Za-z\d.\-])(\d+(?:\.\d+)?\s*[A-Za-z]{1,4})\s*[-~]\s*(?=\d)"), lambda m: m[1] + "到"),
+            # Two m/d dates joined by a dash or ~ (12/14-12/20; — became - above) are a range of dates (十二月十四日到
+            # 十二月二十日) when one of them can only be a date (day 13–31), as a single m/d is; 1/5-1/8 is left alone.
+            (re.compile(r"(?<![\d./])(\d{1,2})/(\d{1,2})\s*[-~]\s*(\d{1,2})/(\d{1,2})(?![\d/])"), self._date_range),
             # Blood pressure (128/82 mmHg, 血压 120/80): 比 between the values, as it is said; not a fraction or date.
             (re.compile(rf"((?:{_alternation(d['blood_pressure_cues'])})[^\dA-Za-z，。！？,;；\n]{{0,4}}?)?(?<![\d./])(\d{{2,3}})\s*/\s*"
                         r"(\d{2,3})(?![\d/])(\s*mmHg)?"), self._blood_pressure),
@@ -157,6 +160,10 @@ class _Rules:
             (re.compile(rf"(?<![\d.])\d{{3,}}(?:-\d+)*(?=\s*(?:{cue_after}))"), self._digit_string),
             (re.compile(r"(?<![\d.\-])(?:\+86[\s-]*)?(?:1[3-9]\d[\s-]?\d{4}[\s-]?\d{4}|0\d{2,3}(?:-\d{7,8}|[\s-]\d{3,4}[\s-]\d{4})"
                         r"|400-?\d{3}-?\d{4})(?![\d.])"), self._digit_string),
+            # A landline with its area code in brackets ((010) 8532 6617, （021）6234 5678, (0755)8888-6666): digit by
+            # digit with 1 as 幺, as without them; the brackets, spaces and dashes are not read.
+            (re.compile(r"(?<![\d.\-])[(（]\s*(0\d{2,3})\s*[)）]\s*(\d{3,4}[\s-]?\d{4})(?![\d.\-])"),
+             lambda m: _read_code(m[1] + m[2])),
             # Three or more dash-joined groups that are not a date or a phone number: a code (取件 3-4-1187).
             (re.compile(r"(?<![\d.\-])\d{1,4}(?:-\d{1,4}){2,}(?![\d.\-])"), self._digit_string),
             # Not an amount: ¥120, 120,000 and 120GB are money and quantities, not the ambulance line.
@@ -276,6 +283,15 @@ class _Rules:
             return m[0]
         unit = str(self.units["mmHg"]) if mmhg else ""
         return (cue or "") + cardinal(high) + "比" + cardinal(low) + unit
+
+    def _date_range(self, m: re.Match[str]) -> str:
+        """12/14-12/20 → 十二月十四日到十二月二十日: both ends valid m/d and one day 13–31; else left to the rules for a
+        single m/d (fractions, 1/5-1/8) and for ranges."""
+        (m1, d1), (m2, d2) = (int(m[1]), int(m[2])), (int(m[3]), int(m[4]))
+        valid = all(1 <= mo <= 12 and 1 <= day <= 31 for mo, day in ((m1, d1), (m2, d2)))
+        if not valid or max(d1, d2) < 13:
+            return m[0]
+        return f"{cardinal(m[1])}月{cardinal(m[2])}日到{cardinal(m[3])}月{cardinal(m[4])}日"
 
     def _md(self, m: re.Match[str]) -> str:
         return f"{cardinal(m[1])}月{cardinal(m[2])}"

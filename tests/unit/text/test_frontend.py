@@ -220,6 +220,29 @@ def test_announcement_rules_from_the_sixth_held_out_set():
     assert normalize("安排：\n1. 08:00 晨会\n2. 2 点取件") == "安排，一，八点晨会，二，两点取件"
     assert normalize("1.5公里") == "一点五公里"
 
+
+def test_announcement_rules_from_the_seventh_held_out_set():
+    """General rules for announce_holdout7.tsv's first-run misses, checked on sentences outside the sets."""
+    # Two m/d dates joined by a long dash, a dash or a tilde are a range of dates when one day is 13–31.
+    assert normalize("活动时间 11/15—11/30") == "活动时间十一月十五日到十一月三十日"
+    assert normalize("展期 3/28-4/6 闭馆") == "展期三月二十八日到四月六日闭馆"
+    assert normalize("放假 9/29～10/6") == "放假九月二十九日到十月六日"
+    assert normalize("促销 6/18 — 6/20。") == "促销六月十八日到六月二十日。"
+    # A single m/d, a fraction and a pair that cannot be dates read as before.
+    assert normalize("5/20 见") == "五月二十日见"
+    assert normalize("占 1/5") == "占五分之一"
+    assert normalize("1/5-1/8") == normalize("1/5") + normalize("1/8")
+    assert normalize("13/14-13/20") != "十三月十四日到十三月二十日"
+    # A landline with its area code in brackets: digit by digit with 1 as 幺, brackets, spaces and dashes unread.
+    assert normalize("客服 (010) 6552 1188。") == "客服零幺零六五五二幺幺八八。"
+    assert normalize("前台（020）8711 3456") == "前台零二零八七幺幺三四五六"
+    assert normalize("传真(0571)8810-2233") == "传真零五七幺八八幺零二二三三"
+    assert normalize("(0512) 668 8123") == "零五幺二六六八八幺二三"
+    # Without an area code's zero, or without a number after it, brackets keep their other readings.
+    assert normalize("电话 021-61234567") == "电话零二幺六幺二三四五六七"
+    assert normalize("贵州茅台(600519)") == "贵州茅台六零零五幺九"
+    assert normalize("共 (12) 个") == "共十二个"
+
 def test_nothing_the_user_wrote_is_dropped_around_latin_names():
     """Bugs around Latin letters: a dotted standard name, a reading right after a name, a year-version, a range."""
     # Letters, a dot and digits: 点, then the digits as after letters (three or more one by one); No. is 号.
