@@ -285,11 +285,12 @@ class _Rules:
         return (cue or "") + cardinal(high) + "比" + cardinal(low) + unit
 
     def _date_range(self, m: re.Match[str]) -> str:
-        """12/14-12/20 → 十二月十四日到十二月二十日: both ends valid m/d and one day 13–31; else left to the rules for a
-        single m/d (fractions, 1/5-1/8) and for ranges."""
+        """12/14-12/20 → 十二月十四日到十二月二十日: both ends valid m/d, and one day 13–31 or both in one month with
+        the days rising (12/1-12/5: a pair of fractions with one denominator and rising numerators is no range
+        anyone writes); else left to the rules for a single m/d (fractions) and for ranges."""
         (m1, d1), (m2, d2) = (int(m[1]), int(m[2])), (int(m[3]), int(m[4]))
         valid = all(1 <= mo <= 12 and 1 <= day <= 31 for mo, day in ((m1, d1), (m2, d2)))
-        if not valid or max(d1, d2) < 13:
+        if not valid or (max(d1, d2) < 13 and not (m1 == m2 and d1 < d2)):
             return m[0]
         return f"{cardinal(m[1])}月{cardinal(m[2])}日到{cardinal(m[3])}月{cardinal(m[4])}日"
 

@@ -231,7 +231,10 @@ def test_announcement_rules_from_the_seventh_held_out_set():
     # A single m/d, a fraction and a pair that cannot be dates read as before.
     assert normalize("5/20 见") == "五月二十日见"
     assert normalize("占 1/5") == "占五分之一"
-    assert normalize("1/5-1/8") == normalize("1/5") + normalize("1/8")
+    # Both ends in one month with the days rising are dates at any day (12/1-12/5 had read 一分之十二五分之十二).
+    assert normalize("12/1-12/5 闭馆") == "十二月一日到十二月五日闭馆"
+    assert normalize("1/5-1/8") == "一月五日到一月八日"
+    assert normalize("3/5-2/5") == normalize("3/5") + normalize("2/5")
     assert normalize("13/14-13/20") != "十三月十四日到十三月二十日"
     # A landline with its area code in brackets: digit by digit with 1 as 幺, brackets, spaces and dashes unread.
     assert normalize("客服 (010) 6552 1188。") == "客服零幺零六五五二幺幺八八。"
