@@ -192,6 +192,11 @@ class _Rules:
             (re.compile(pair + r"(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?(?![\d:])"
                         rf"(?:\s*({_alternation(d['am_pm'])})(?![A-Za-z\d{DIGITS}十点]))?(\s*[-~至]\s*(?=\d{{1,2}}[:：]\d{{2}}))?"),
              self._clock),
+            # An hour with AM/PM and no minutes (3PM, 8 pm, 12 PM) is a clock time as 8:00 PM is, not a number and
+            # two letters; not PM2.5 or PM10 (a digit follows), a word that starts with them (5 AMD), nor a product
+            # name's part after a Latin word (Shelly Plus 1PM).
+            (re.compile(rf"(?<![\d.:：A-Za-z])(?<![A-Za-z]\s)(\d{{1,2}})\s*({_alternation(d['am_pm'])})(?![A-Za-z\d{DIGITS}])"),
+             self._hour_half),
             # A bare ratio never starts on a digit of a Latin name (CO2：1350ppm is a reading after a colon).
             (re.compile(pair + r"(?<![A-Za-z])(\d+)[:：](\d+)(?![\d:])"), self._ratio),
             # A minus after a comparison (较昨日-12%, 环比 -3.5%) is a change, 减, not a negative (负; 比较冷 is no
@@ -446,6 +451,14 @@ class _Rules:
         if s:
             out += ("零" if s.startswith("0") and int(s) else "") + cardinal(s) + "秒"
         return out + (("至" if "至" in until else "到") if until else "")
+
+    def _hour_half(self, m: re.Match[str]) -> str:
+        hour, half = m.groups()
+        if not 1 <= int(hour) <= 12:
+            return m[0]
+        parts = self.d["am_pm_twelve"] if int(hour) == 12 else self.d["am_pm"]
+        said = not self.day_part_before.search(m.string[: m.start()])  # 晚上8 PM: the part of the day said once
+        return (str(parts[half]) if said else "") + cardinal(hour, liang=True) + "点"
 
     def _money(self, m: re.Match[str]) -> str:
         sign, symbol, inner_sign, amount, big = m.groups()

@@ -858,3 +858,17 @@ def test_jieba_global_state_untouched():
 
     phonemize("重置路由器")
     assert "重置" not in getattr(jieba.dt, "user_word_tag_tab", {})
+
+
+def test_an_hour_with_am_or_pm_and_no_minutes_is_a_clock_time():
+    """3PM, 8 pm, 12 PM read as 8:00 PM does (they had read 三PM); the part of the day is said once."""
+    assert normalize("会议 3PM 开始") == "会议下午三点开始"
+    assert normalize("8 pm 提醒我") == "下午八点提醒我"
+    assert normalize("12 PM 吃饭") == "中午十二点吃饭"
+    assert normalize("明早7AM叫我") == "明早七点叫我"
+    assert normalize("今晚 9 pm 关灯") == "今晚九点关灯"
+    # Not a particle sensor, a product name's part, a word that starts with the letters, or no hour of twelve.
+    assert normalize("PM2.5 35") == "PM二点五三十五"
+    assert normalize("Shelly Plus 1PM 已离线") == "Shelly Plus一PM已离线"
+    assert normalize("5 AMD") == "五AMD"
+    assert normalize("13PM") == "十三PM"
