@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from .core import MAX_SPEED, MIN_SPEED
+from .core import MAX_SPEED, MIN_SPEED, PRECISIONS
 
 
 @dataclass
@@ -247,8 +247,8 @@ def validate(settings: Settings) -> None:
         raise ConfigError("--engine triton needs at least one --triton-url grpc://HOST:PORT (or triton.urls)")
     if settings.engine.batched not in ("auto", "always", "never"):
         raise ConfigError("engine.batched must be auto, always or never")
-    if settings.engine.precision not in ("fp32", "fp16"):
-        raise ConfigError("engine.precision must be fp32 or fp16 (stage 2 of the batched GPU graphs)")
+    if settings.engine.precision not in PRECISIONS:
+        raise ConfigError(f"engine.precision must be {' or '.join(PRECISIONS)} (stage 2 of the batched GPU graphs)")
     if not MIN_SPEED <= settings.voice.speed <= MAX_SPEED:
         raise ConfigError(f"voice.speed must be between {MIN_SPEED} and {MAX_SPEED}")
     if settings.assets.source not in ("registry", "hub"):

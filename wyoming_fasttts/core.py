@@ -13,6 +13,16 @@ import numpy as np
 SAMPLE_RATE = 24000
 MIN_SPEED, MAX_SPEED = 0.5, 2.0
 """The speaking rates the model renders well (a config default, a request's speed, the CLI's)."""
+PRECISIONS = ("fp32", "fp16")
+"""Stage 2's precisions (``engine.precision``): float32 throughout, or fp16 activations and weights with float32
+islands; stage 1 is float32 in both (its rounded durations must match the CPU reference). Here, in the leaf, so the
+config, the CLI, the graph cache and the export (torch) check one list."""
+
+
+def check_precision(precision: str) -> None:
+    """Refuse a stage-2 precision outside ``PRECISIONS`` (the graph cache and the export are entry points too)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"stage 2 precision must be one of {PRECISIONS}, not {precision!r}")
 
 
 @dataclass(frozen=True)

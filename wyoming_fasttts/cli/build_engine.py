@@ -7,7 +7,7 @@ import sys
 
 from ..backends.plans import TENSORRT_BACKENDS, batch_shapes, ensure_plans, gpu_stage_graphs
 from ..config import Settings
-from ..core import EngineError
+from ..core import PRECISIONS, EngineError
 from .options import add_settings_arguments
 
 
@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_settings_arguments(parser)
     parser.add_argument("--backend", choices=sorted(TENSORRT_BACKENDS),
                         help="TensorRT flavour (default: --engine if it names one, else tensorrt-rtx)")
-    parser.add_argument("--precision", choices=["fp32", "fp16"],
+    parser.add_argument("--precision", choices=PRECISIONS,
                         help="stage-2 precision of the batched graphs (fp16: float32 islands, docs/TENSORRT.md)")
     parser.add_argument("--max-frames", type=int, help="stage-2 profile maximum, 25 ms each (default: config)")
     parser.add_argument("--batched", choices=["auto", "always", "never"],

@@ -33,6 +33,7 @@ from onnx import numpy_helper
 from torch import nn
 
 from ..assets import ModelAssets, load_vocab
+from ..core import check_precision
 from ..graphs.dequantize import dequantize
 
 KOKORO_V1: dict[str, Any] = {
@@ -476,10 +477,6 @@ class BatchedDurations(_Batched):
         return x.transpose(1, 2) * mask
 
 
-PRECISIONS = ("fp32", "fp16")
-"""Stage 2's precisions: float32 throughout, or fp16 activations and weights with float32 islands."""
-
-
 def _half_convolutions(kmodel: nn.Module) -> nn.Module:
     """A copy of ``kmodel`` whose convolutions (and transposed ones) hold fp16 weights; the rest unchanged.
 
@@ -506,8 +503,7 @@ class BatchedVocoder(_Batched):
     """
 
     def __init__(self, kmodel: nn.Module, precision: str = "fp32") -> None:
-        if precision not in PRECISIONS:
-            raise ValueError(f"stage 2 precision must be one of {PRECISIONS}, not {precision!r}")
+        check_precision(precision)
         super().__init__(_half_convolutions(kmodel) if precision == "fp16" else kmodel)
         self.dtype = torch.float16 if precision == "fp16" else torch.float32
 

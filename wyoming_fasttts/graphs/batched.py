@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..assets import ModelAssets, sha256_of
+from ..core import PRECISIONS, check_precision
 from .cache import build_once, file_entry, read_manifest, write_manifest
 
 _LOGGER = logging.getLogger(__name__)
@@ -51,16 +52,10 @@ exported again. Anything else (a comment, a refactor, a move) keeps the key, so 
 its batched graphs."""
 
 
-PRECISIONS = ("fp32", "fp16")
-"""Stage 2's precisions (``engine.precision``); stage 1 is float32 in both (its rounded durations must match
-the CPU reference). Kept here, not imported from ``export.reference``, so a server without torch knows them."""
-
-
 def cache_key(model_path: Path, precision: str = "fp32") -> str:
     """Hash of the model's bytes, the format version and stage 2's precision: nothing else decides what the
     export produces. The float32 key is the one used before precisions existed, so its caches stay valid."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"stage 2 precision must be one of {PRECISIONS}, not {precision!r}")
+    check_precision(precision)
     text = f"{sha256_of(model_path)}:batched-format-{FORMAT_VERSION}"
     if precision != "fp32":
         text += f":stage2-{precision}"
