@@ -249,7 +249,7 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
         options=session_options(eng.threads, spin=not cuda and not narrow),
     )
     if flavour is None and (eng.batched == "always" or (eng.batched == "auto" and cuda)):
-        batched = _batched_graphs(settings, assets, required=eng.batched == "always", cuda=cuda)
+        batched = _batched_graphs(settings, assets, required=eng.batched == "always")
         if batched is not None and cuda:
             from .buckets import Buckets
             from .ort_graphs import GraphOnnxRuntimeEngine
@@ -271,17 +271,16 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
     return OnnxRuntimeEngine(graphs.path(flavour, "stage1"), graphs.path(flavour, "stage2"), narrow=narrow, **common)
 
 
-def _batched_graphs(settings: Settings, assets: ModelAssets, required: bool, cuda: bool) -> BatchedGraphs | None:
+def _batched_graphs(settings: Settings, assets: ModelAssets, required: bool) -> BatchedGraphs | None:
     """The exported batched graphs, or None (logged) where they are not built and ``required`` is off.
 
-    ``engine.precision`` is honoured on CUDA only: ONNX Runtime's CPU provider has no fp16 convolutions
-    worth running, so the CPU engine's batched graphs are float32 whatever the setting.
+    Always the float32 ones: ``engine.precision`` fp16 is refused on CUDA above, and ONNX Runtime's CPU provider
+    has no fp16 convolutions worth running, so the CPU engine ignores the setting.
     """
     from ..graphs.batched import ExportError, ensure_batched_graphs
 
-    precision = settings.engine.precision if cuda else "fp32"
     try:
-        return ensure_batched_graphs(assets, settings.assets.data_path, precision)
+        return ensure_batched_graphs(assets, settings.assets.data_path)
     except ExportError as err:
         if required:
             raise EngineError(str(err)) from err
