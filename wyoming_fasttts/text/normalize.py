@@ -128,7 +128,7 @@ class _Rules:
             # not inside a code, where letters or a dash come first (KFR-35GW-2).
             (re.compile(r"(?<![A-Za-z\d.\-])(\d+(?:\.\d+)?\s*[A-Za-z]{1,4})\s*[-~]\s*(?=\d)"), lambda m: m[1] + "到"),
             # Two m/d dates joined by a dash or ~ (12/14-12/20; — became - above) are a range of dates (十二月十四日到
-            # 十二月二十日) when one of them can only be a date (day 13–31), as a single m/d is; 1/5-1/8 is left alone.
+            # 十二月二十日) when one of them can only be a date (day 13–31) or both lie in one month (12/1-12/5).
             (re.compile(r"(?<![\d./])(\d{1,2})/(\d{1,2})\s*[-~]\s*(\d{1,2})/(\d{1,2})(?![\d/])"), self._date_range),
             # Blood pressure (128/82 mmHg, 血压 120/80): 比 between the values, as it is said; not a fraction or date.
             (re.compile(rf"((?:{_alternation(d['blood_pressure_cues'])})[^\dA-Za-z，。！？,;；\n]{{0,4}}?)?(?<![\d./])(\d{{2,3}})\s*/\s*"
@@ -442,9 +442,7 @@ class _Rules:
             return _countdown(h, mi, s) + (half or "")
         if int(h) > 24:
             return f"{cardinal(h)}比{cardinal(mi)}" + (f"比{cardinal(s)}" if s else "")
-        said = half and not self.day_part_before.search(m.string[: m.start()])  # 晚上8:00 pm: said once
-        parts = self.d["am_pm_twelve"] if int(h) == 12 else self.d["am_pm"]  # 12:15 PM is noon, 12:30 AM midnight
-        out = (str(parts[half]) if said else "") + cardinal(h, liang=True) + "点"
+        out = self._half_of_day(h, half, m.string[: m.start()]) + cardinal(h, liang=True) + "点"
         s = s if s and int(s) else None  # 09:00:00 is 九点
         if int(mi) or s:
             out += ("零" if mi.startswith("0") and int(mi) else "") + cardinal(mi) + "分"
@@ -452,13 +450,18 @@ class _Rules:
             out += ("零" if s.startswith("0") and int(s) else "") + cardinal(s) + "秒"
         return out + (("至" if "至" in until else "到") if until else "")
 
+    def _half_of_day(self, hour: str, half: str | None, before: str) -> str:
+        """上午/下午 for AM/PM after a clock time (12:15 PM is noon, 12:30 AM midnight); nothing where the text
+        already names the part of the day (晚上8:00 pm, 今晚 9 pm: said once)."""
+        if not half or self.day_part_before.search(before):
+            return ""
+        return str((self.d["am_pm_twelve"] if int(hour) == 12 else self.d["am_pm"])[half])
+
     def _hour_half(self, m: re.Match[str]) -> str:
         hour, half = m.groups()
         if not 1 <= int(hour) <= 12:
             return m[0]
-        parts = self.d["am_pm_twelve"] if int(hour) == 12 else self.d["am_pm"]
-        said = not self.day_part_before.search(m.string[: m.start()])  # 晚上8 PM: the part of the day said once
-        return (str(parts[half]) if said else "") + cardinal(hour, liang=True) + "点"
+        return self._half_of_day(hour, half, m.string[: m.start()]) + cardinal(hour, liang=True) + "点"
 
     def _money(self, m: re.Match[str]) -> str:
         sign, symbol, inner_sign, amount, big = m.groups()
@@ -642,8 +645,7 @@ _ELLIPSIS = re.compile(r"(?:\.{3,}|…+|。{3,})")
 _SPOKEN = re.compile(rf"({_LATIN}|[\u3400-\u9fff。，！？]+)|.", re.DOTALL)
 _MARKS = "。，！？"
 # A single long dash between two numbers or dates marks a range (1998—2003, 9:00—18:00, 1日—5日; GB/T 15834 writes
-# 起止 so),
-# read like "-"; anywhere else it is a pause (pre_nfkc).
+# 起止 so), read like "-"; anywhere else it is a pause (pre_nfkc).
 _NUMBER_DASH = re.compile(r"(?<=[\d日号])\s*[—―](?=\s*\d)")
 # A circled number starting a line (① 取快递) is a list marker, read as "1." is; NFKC would make it a bare 1.
 _CIRCLED_ITEM = re.compile(r"(?m)^([ \t]*)([\u2460-\u2473\u2776-\u277f\u2780-\u2793])")
