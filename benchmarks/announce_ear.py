@@ -5,9 +5,11 @@ all sentences (edits / reference syllables):
 
 - the announcement held-out set as written (our front end reads it) against the same sentences sent as their
   expected spoken forms (a perfect front end), on one server;
-- typical replies, some whose first sentence is long and has no comma, on our server with the first-chunk cut
-  (``text.first_clause_chars``, the default) and on the same server with it off (``first_clause_chars: 0``):
-  the cut must not make the speech harder to understand.
+- typical replies, some whose first sentence is long and has no comma, on our server as configured by default
+  (on the CPU: stage 2 in frame windows, ``engine.windows``; no first-chunk cut) and on the same server
+  rendering every sentence whole (``engine.windows.first_frames: 0``, ``text.first_clause_chars: 0``): what
+  starts the audio early must not make the speech harder to understand. ``--cut`` adds the first-chunk cut
+  (``text.first_clause_chars: 12``) to the default server, as it was shipped before the windows.
 
     python benchmarks/announce_ear.py [--set tests/unit/text/data/announce_holdout.tsv] [--out out/announce-ear]
 
@@ -76,15 +78,18 @@ def main() -> int:
     parser.add_argument("--set", default=str(ROOT / "tests/unit/text/data/announce_holdout.tsv"))
     parser.add_argument("--out", default="out/announce-ear")
     parser.add_argument("--part", choices=("both", "set", "replies"), default="both", help="which comparison to run")
+    parser.add_argument("--cut", action="store_true", help="replies: the default server also cuts a first chunk")
     parser.add_argument("--voices", nargs="+", default=[None],
                         help="replies: speak them in each of these voices (more syllables, a tighter bound)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cases = load_cases(args.set)
-    nocut = Path(tempfile.mkdtemp()) / "nocut.yaml"
-    nocut.write_text("text:\n  first_clause_chars: 0\n", encoding="utf-8")
-    ours = _server("fasttts", None, out / "logs")
+    configs = Path(tempfile.mkdtemp())
+    nocut, default = configs / "whole.yaml", configs / "default.yaml"
+    nocut.write_text("engine:\n  windows:\n    first_frames: 0\ntext:\n  first_clause_chars: 0\n", encoding="utf-8")
+    default.write_text(f"text:\n  first_clause_chars: {12 if args.cut else 0}\n", encoding="utf-8")
+    ours = _server("fasttts", str(default), out / "logs")
     plain = None
     rates: dict[str, float] = {}
     rows: dict[str, list[dict]] = {}
@@ -107,8 +112,9 @@ def main() -> int:
                                                         encoding="utf-8")
     labels = {"raw": (f"{Path(args.set).name} as written (our front end)", len(cases)),
               "spoken": ("the same, sent as the expected spoken forms", len(cases)),
-              "cut": ("replies, first-chunk cut (default config)", len(REPLIES) * len(args.voices)),
-              "no_cut": ("the same replies, no cut (first_clause_chars: 0)", len(REPLIES) * len(args.voices))}
+              "cut": ("replies, default config " + ("plus the first-chunk cut" if args.cut else "(CPU: frame windows)"),
+                      len(REPLIES) * len(args.voices)),
+              "no_cut": ("the same replies, every sentence rendered whole, no cut", len(REPLIES) * len(args.voices))}
     print("| input | texts | ear error (toneless pinyin) |\n|---|---|---|")
     for key, rate in rates.items():
         print(f"| {labels[key][0]} | {labels[key][1]} | {rate:.2%} |")

@@ -1,81 +1,105 @@
-"""Could a sentence's audio start before stage 2 has rendered all of it? Stage 2 in frame windows, measured.
+"""Stage 2 in frame windows as the CPU engine ships it: how far its audio is from the whole render, and its cost.
 
-Issue 15's time to first audio: on the CPU stage 2 costs ~7 ms per 25-ms frame, so a listener waits for all
-of a first sentence's frames (or, with the first-chunk cut, for a short chunk rendered as a phrase of its own).
-Rendering the decoder and vocoder in windows of frames while the prosody (F0 and energy, a bidirectional LSTM
-over the whole sentence, cheap) is computed once would let the first window play while the rest renders, with
-the sentence's own prosody and no text cut. What it would cost the audio: each window's instance norms see
-only its frames, and its edges lack context. Per sentence and window size, the first window (``W`` frames
-plus ``R`` frames of right context, its audio taken up to ``W``) against the full render over the same span
-(log-mel distance, ``doctor.parity``: int8 vs float graphs differ by 2.3-2.8 dB, another voice by 10-15), and
-the seam: the distance over the last 5 frames before ``W``, where the next part would take over.
+Issue 15's time to first audio: the CPU engine renders a sentence's decoder and generator in frame windows
+(``backends.windows``) after the prosody half has run once over the whole sentence, so the first window's
+audio plays while the rest renders. Per sentence and setting, with the int8 stage-2 halves the engine runs
+and a simulated clock at a fixed cost per frame (so window sizes do not depend on this machine's load):
+the parts' frames, the log-mel distance (``doctor.parity``: int8 vs float graphs differ by 2.3-2.8 dB, another
+voice by 10-15) of the joined parts against the whole render over the speech (from the end of the start pad),
+of the first part alone, and of 200 ms around each seam; and the frames rendered against the sentence's
+frames (the windows' context is rendered twice).
 
-    python benchmarks/window_vocoder.py [--windows 40,60] [--context 8,16,32] [--out out/window-vocoder.json]
+    python benchmarks/window_vocoder.py [--cost-ms 7] [--set "" left_frames=16 ...] [--out out/window-vocoder.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
-import torch
+import onnxruntime as ort
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
-
-from closing_silence import TEXTS, vocode  # noqa: E402
+sys.path[:0] = [str(ROOT)]
 
 from wyoming_fasttts.assets import ensure_assets, load_vocab  # noqa: E402
 from wyoming_fasttts.backends.alignment import SAMPLES_PER_FRAME, alignment, frame_counts  # noqa: E402
-from wyoming_fasttts.backends.batching import STAGE1_INPUTS, stage1_feeds  # noqa: E402
+from wyoming_fasttts.backends.onnxruntime import Windowed, _Vocoder, pad_tokens, session_options  # noqa: E402
+from wyoming_fasttts.backends.windows import FrameCost, render_windows  # noqa: E402
 from wyoming_fasttts.config import load_settings  # noqa: E402
-from wyoming_fasttts.core import SynthesisItem  # noqa: E402
 from wyoming_fasttts.doctor.parity import mel_distance_db  # noqa: E402
-from wyoming_fasttts.export import reference as ref  # noqa: E402
+from wyoming_fasttts.graphs.convert import ensure_graphs  # noqa: E402
 from wyoming_fasttts.text import normalize, phonemize  # noqa: E402
 from wyoming_fasttts.voices import VoiceBank  # noqa: E402
 
-SEAM_FRAMES = 5
+TEXTS = [
+    "洗衣机已经完成了本次的洗涤程序。",
+    "检测到厨房的燃气浓度超过了安全标准。",
+    "您的快递已经放在小区东门的快递柜里了。",
+    "欢迎使用语音合成系统",
+    "根据您设置的自动化规则，所有窗帘将在日落时自动关闭。",
+    "前门的智能门锁刚才被您的家人用指纹打开了。",
+]
+SEAM = 4 * SAMPLES_PER_FRAME  # 100 ms each side of a seam
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--windows", default="40,60", help="frames of audio the first window gives")
-    parser.add_argument("--context", default="8,16,32", help="frames of right context rendered past it")
+    parser.add_argument("--cost-ms", type=float, default=7.0, help="simulated render cost per frame")
+    parser.add_argument("--set", nargs="*", default=[""], help="settings to compare (first_frames=32,left_frames=16)")
     parser.add_argument("--out", default="out/window-vocoder.json")
     args = parser.parse_args()
-    windows, contexts = [int(w) for w in args.windows.split(",")], [int(c) for c in args.context.split(",")]
-    torch.set_num_threads(2)
     settings = load_settings()
     assets = ensure_assets(settings.assets, voices=["zf_xiaobei"])
-    vocab = load_vocab(assets.vocab)
-    voices = VoiceBank(assets, ["zf_xiaobei"])
-    kmodel = ref.build_kmodel(assets.model, vocab, deterministic=True)
-    durations_model, vocoder = ref.BatchedDurations(kmodel).eval(), ref.BatchedVocoder(kmodel).eval()
+    vocab, voices = load_vocab(assets.vocab), VoiceBank(assets, ["zf_xiaobei"])
+    graphs = ensure_graphs(assets.model, settings.assets.data_path)
+    options = session_options(2)
+    stage1 = ort.InferenceSession(str(graphs.path("int8", "stage1")), options)
+    halves = Windowed(graphs.path("int8", "prosody"), graphs.path("int8", "render"), settings.engine.windows)
+    vocoder = _Vocoder(halves.prosody, halves.render, options, ["CPUExecutionProvider"], halves)
     rows = []
-    print("| sentence (frames) | W | R | first window dB | seam dB |\n|---|---|---|---|---|")
+    print("| setting | sentence (frames) | parts (frames) | rendered / frames | whole dB | first part dB | seams dB |")
+    print("|---|---|---|---|---|---|---|")
     for text in TEXTS:
         ids = np.array([vocab[p] for p in phonemize(normalize(text)) if p in vocab], np.int64)
-        feeds = stage1_feeds([SynthesisItem(ids, voices.style("zf_xiaobei", len(ids)))])
-        with torch.inference_mode():
-            durations, d, t_en = durations_model(*(torch.from_numpy(feeds[n]) for n in STAGE1_INPUTS))
-            counts = frame_counts(durations[0].numpy(), settings.engine.tail_frames)
-            aln, style, total = torch.from_numpy(alignment(counts)), torch.from_numpy(feeds["style"]), int(counts.sum())
-            full = vocode(vocoder, aln, d, t_en, style, total)
-            for w in windows:
-                for r in contexts:
-                    if w + r >= total:
-                        continue
-                    part = vocode(vocoder, aln, d, t_en, style, w + r)
-                    end, seam = w * SAMPLES_PER_FRAME, (w - SEAM_FRAMES) * SAMPLES_PER_FRAME
-                    row = {"text": text, "frames": total, "window": w, "context": r,
-                           "first_db": round(mel_distance_db(full[:end], part[:end]), 2),
-                           "seam_db": round(mel_distance_db(full[seam:end], part[seam:end]), 2)}
-                    rows.append(row)
-                    print(f"| {text} ({total}) | {w} | {r} | {row['first_db']} | {row['seam_db']} |", flush=True)
+        style = voices.style("zf_xiaobei", len(ids)).reshape(1, -1)
+        durations, d, t_en = stage1.run(None, {"tokens": pad_tokens(ids), "style": style,
+                                               "speed": np.array([1.0], np.float32)})
+        frames = frame_counts(durations, settings.engine.tail_frames)
+        feeds = {"alignment": alignment(frames), "d": d, "t_en": t_en, "style": style}
+        span = vocoder._halves(feeds, ort.RunOptions())
+        whole = span(0, int(frames.sum()))
+        for spec in args.set:
+            changes = {k: type(getattr(settings.engine.windows, k))(v)
+                       for k, v in (item.split("=") for item in spec.split(",") if item)}
+            cfg = dataclasses.replace(settings.engine.windows, **changes)
+            now = [0.0]
+            rendered = [0]
+
+            def timed(lo: int, hi: int, now: list[float] = now, rendered: list[int] = rendered,
+                      span=span) -> np.ndarray:
+                now[0] += (hi - lo) * args.cost_ms / 1000
+                rendered[0] += hi - lo
+                return span(lo, hi)
+
+            parts = list(render_windows(timed, frames, cfg, FrameCost(args.cost_ms / 1000), lambda now=now: now[0]))
+            joined, speech = np.concatenate(parts), int(frames[0]) * SAMPLES_PER_FRAME
+            seams = np.cumsum([len(p) for p in parts])[:-1]
+            row = {"setting": spec or "default", "text": text, "frames": int(frames.sum()),
+                   "parts": [len(p) // SAMPLES_PER_FRAME for p in parts], "rendered": rendered[0],
+                   "whole_db": round(mel_distance_db(whole[speech:], joined[speech:]), 2),
+                   "first_db": round(mel_distance_db(whole[speech:seams[0]], joined[speech:seams[0]]), 2)
+                   if len(seams) else 0.0,
+                   "seam_db": [round(mel_distance_db(whole[b - SEAM:b + SEAM], joined[b - SEAM:b + SEAM]), 2)
+                               for b in seams]}
+            rows.append(row)
+            print(f"| {row['setting']} | {text} ({row['frames']}) | {row['parts']} | "
+                  f"{row['rendered']} / {row['frames']} | {row['whole_db']} | {row['first_db']} | {row['seam_db']} |",
+                  flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
     return 0

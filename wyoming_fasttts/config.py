@@ -80,6 +80,19 @@ class BucketSettings:
 
 
 @dataclass
+class WindowSettings:
+    """Stage 2 in frame windows on the CPU (``backends/windows.py``): frames of 25 ms."""
+
+    first_frames: int
+    """Speech frames in a sentence's first window (what the listener waits for); 0 renders sentences whole."""
+    left_frames: int
+    right_frames: int
+    fade_frames: int
+    margin: float
+    """Share of the audio already handed over that the next window may take to render (the rest is slack)."""
+
+
+@dataclass
 class EngineSettings:
     backend: str
     engine_dir: str
@@ -98,6 +111,7 @@ class EngineSettings:
     compute_capability: str
     fallback_compute_capability: str
     buckets: BucketSettings
+    windows: WindowSettings
     cuda_provider_options: dict[str, str]
 
     @property

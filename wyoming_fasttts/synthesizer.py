@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import text
-from .audio import SAMPLE_WIDTH, to_pcm16, trim_silence
+from .audio import SAMPLE_WIDTH, SilenceTrimmer, to_pcm16
 from .config import Settings
 from .core import MAX_SPEED, MIN_SPEED, SAMPLE_RATE, EngineError, SynthesisItem
 from .scheduler import BusyError, Scheduler
@@ -145,6 +146,38 @@ class Synthesizer:
             raise
 
 
+@dataclass(frozen=True)
+class _Rendering:
+    """One piece in the scheduler: the task that ends when it is rendered, and the parts handed over before."""
+
+    task: asyncio.Task[np.ndarray]
+    queue: asyncio.Queue[np.ndarray]
+    last: bool
+
+    async def parts(self) -> AsyncIterator[np.ndarray]:
+        """The piece's audio in the parts the engine rendered it in (one, for an engine that does not stream).
+
+        Leaving early (the client went, or a failure) cancels the rendering, as awaiting the task would.
+        """
+        try:
+            while not (self.queue.empty() and self.task.done()):
+                getter = asyncio.ensure_future(self.queue.get())
+                try:
+                    await asyncio.wait({getter, self.task}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    getter.cancel()
+                if getter.done() and not getter.cancelled():
+                    yield getter.result()
+            # Every part was queued before the task ended (both go through the event loop in order). Its result:
+            # the whole audio of an engine that does not stream, else nothing; its exception, the engine's.
+            rest = self.task.result()
+            if len(rest):
+                yield rest
+        except BaseException:
+            self.task.cancel()
+            raise
+
+
 class SpeechCancelled(ConnectionError):
     """Adding to a request whose audio can no longer be delivered."""
 
@@ -163,9 +196,11 @@ class Speech:
         self._in_flight = 0
         self._room = asyncio.Event()
         """Set whenever a sentence leaves the window (or the request is cancelled): ``add`` looks again."""
-        self._tasks: asyncio.Queue[tuple[asyncio.Task[np.ndarray], bool] | None] = asyncio.Queue()
+        self._tasks: asyncio.Queue[_Rendering | None] = asyncio.Queue()
         self._order = 0
         self._cancelled = False
+        self._heard_until = 0.0
+        """When (monotonic) the audio handed over so far will have played, were it played as it arrived."""
 
     def _window(self) -> int:
         """A request keeps as many sentences in flight as one batch of the current engine holds.
@@ -187,27 +222,49 @@ class Speech:
             self._in_flight += 1
             style = self._synth.voices.style(self._voice, len(sentence.ids))
             item = SynthesisItem(sentence.ids, style, self._speed)
-            task = asyncio.create_task(self._synth.scheduler.synthesize(item, self._order))
-            self._tasks.put_nowait((task, sentence.last))
+            parts: asyncio.Queue[np.ndarray] = asyncio.Queue()
+            # In parts only where its listener would wait for it: the first piece, or one that comes after the
+            # audio before it has played (text streamed slower than speech). Otherwise the piece before covers
+            # its rendering, and rendering it whole costs less (windows render their context twice).
+            waiting = self._order == 0 or time.monotonic() >= self._heard_until
+
+            def handed(part: np.ndarray, parts: asyncio.Queue[np.ndarray] = parts) -> None:
+                self._heard(part)
+                parts.put_nowait(part)
+
+            task = asyncio.create_task(self._synth.scheduler.synthesize(
+                item, self._order, on_part=handed if waiting else None))
+            task.add_done_callback(self._rendered)
+            self._tasks.put_nowait(_Rendering(task, parts, sentence.last))
             self._order += 1
+
+    def _rendered(self, task: asyncio.Task[np.ndarray]) -> None:
+        """A sentence has left the window (rendered, failed or cancelled): ``add`` may send the next."""
+        self._in_flight -= 1
+        self._room.set()
+        if not task.cancelled() and task.exception() is None:
+            self._heard(task.result())
+
+    def _heard(self, samples: np.ndarray) -> None:
+        """``samples`` handed over: the listener has that much more to hear (untrimmed, a rough measure)."""
+        self._heard_until = max(time.monotonic(), self._heard_until) + len(samples) / SAMPLE_RATE
 
     def close(self) -> None:
         """No more sentences will be added."""
         self._tasks.put_nowait(None)
 
     async def audio(self) -> AsyncIterator[tuple[bytes, bool]]:
-        """Trimmed 16-bit PCM per piece and whether it ends a sentence, in order; ends after ``close``.
+        """Trimmed 16-bit PCM as it is rendered, in order, and whether it ends a sentence (the last of a piece's
+        parts does, where the piece ends one); ends after ``close``.
 
         A request that had nothing to say gets ``NOTHING_TO_SAY_MS`` of silence, so every request has audio.
         """
         while (entry := await self._tasks.get()) is not None:
-            task, last = entry
-            try:
-                samples = await task
-            finally:
-                self._in_flight -= 1
-                self._room.set()
-            yield to_pcm16(trim_silence(samples, self._synth.settings.audio)), last
+            trimmer = SilenceTrimmer(self._synth.settings.audio)
+            async for samples in entry.parts():
+                if len(pcm := trimmer.part(samples)):
+                    yield to_pcm16(pcm), False
+            yield b"", entry.last
         if self._order == 0:
             _LOGGER.info("the request had nothing readable to say: answering with %d ms of silence", NOTHING_TO_SAY_MS)
             yield bytes(SAMPLE_RATE * SAMPLE_WIDTH * NOTHING_TO_SAY_MS // 1000), True
@@ -218,5 +275,5 @@ class Speech:
         while not self._tasks.empty():
             entry = self._tasks.get_nowait()
             if entry is not None:
-                entry[0].cancel()
+                entry.task.cancel()
         self._room.set()

@@ -120,3 +120,34 @@ def test_graph_cache_is_reused_and_checked(setup, tmp_path: Path) -> None:
         for entry in stages.values():
             (broken / entry["file"]).write_bytes(b"truncated")
     assert load_cached(broken, graphs.key) is None
+
+
+WINDOWED_DB = 5.0
+"""A windowed sentence against the same sentence rendered whole: measured 1.9-3.7 dB over the speech (12-30
+frames of the first window alone: 3-5 dB; docs/BENCHMARKS.md, "stage 2 in frame windows"), about the int8
+graphs' distance from the float ones; another voice is 9.8-15 dB away."""
+
+
+def test_stage2_halves_render_it_exactly_and_in_windows_closely(setup) -> None:
+    from wyoming_fasttts.backends.onnxruntime import Windowed, _Vocoder
+    from wyoming_fasttts.backends.windows import FrameCost
+
+    graphs, data, sessions = setup
+    settings = load_settings().engine.windows
+    windowed = Windowed(graphs.path("int8", "prosody"), graphs.path("int8", "render"), settings, FrameCost(0.007))
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    vocoder = _Vocoder(windowed.prosody, windowed.render, options, ["CPUExecutionProvider"], windowed)
+    run_options = ort.RunOptions()
+    text = "洗衣机已经完成了本次的洗涤程序，请及时晾晒衣物以免产生异味。"  # long enough for several windows
+    durations, d, t_en = sessions["int8-stage1"].run(None, _inputs(text, data))
+    frames = frame_counts(durations, 4)
+    feeds = {"alignment": alignment(frames), "d": d, "t_en": t_en, "style": _inputs(text, data)["style"]}
+    stage2 = sessions["int8-stage2"].run(None, feeds)[0].reshape(-1)
+    np.testing.assert_array_equal(vocoder.whole(feeds, run_options), stage2)  # the same nodes, cut in two
+    parts = list(vocoder.parts(feeds, frames, run_options))
+    assert len(parts) >= 2 and len(parts[0]) == (int(frames[0]) + settings.first_frames) * SAMPLES_PER_FRAME
+    joined = np.concatenate(parts)
+    assert len(joined) == len(stage2)
+    speech = int(frames[0]) * SAMPLES_PER_FRAME
+    assert mel_distance_db(stage2[speech:], joined[speech:]) < WINDOWED_DB

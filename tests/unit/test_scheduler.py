@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 
 import numpy as np
 import pytest
@@ -303,3 +303,78 @@ def test_sentences_queued_behind_a_batch_wait_for_its_clients_from_its_end() -> 
 
     _run(scheduler, body)
     assert engine.batches[-1] == [22, 23, 24, 25]
+
+
+class StreamingGatedEngine(GatedEngine):
+    """Also streams: each item's ids as three parts, the later two once ``gate`` is open."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.streams: list[int] = []
+        self.stopped = threading.Event()
+
+    def stream(self, item: SynthesisItem) -> Iterator[np.ndarray]:
+        self.streams.append(len(item))
+        self.started.release()
+        audio = np.asarray(item.ids, np.float32)
+        try:
+            for k, part in enumerate(np.array_split(audio, 3)):
+                if k:
+                    self.gate.wait()
+                yield part
+        finally:
+            self.stopped.set()
+
+
+def test_a_sentence_alone_streams_its_parts_and_one_with_company_comes_whole() -> None:
+    engine = StreamingGatedEngine()
+    scheduler = Scheduler(engine, _settings())
+    scheduler.start()
+    parts: list[np.ndarray] = []
+
+    async def body() -> None:
+        got = asyncio.Event()
+
+        def on_part(part: np.ndarray) -> None:
+            parts.append(part)
+            got.set()
+
+        first = asyncio.create_task(scheduler.synthesize(_item(30), on_part=on_part))
+        await asyncio.wait_for(got.wait(), 10)  # before the gate opens: the rest is still rendering
+        assert len(parts) == 1
+        behind = [asyncio.create_task(scheduler.synthesize(_item(n), on_part=on_part)) for n in (12, 9)]
+        await _queued(scheduler, 2)
+        engine.gate.set()
+        assert len(await first) == 0  # every sample went to on_part
+        whole = await asyncio.gather(*behind)
+        # 12 is taken while 9 still waits: rendered whole; 9 comes alone after it: in parts again.
+        assert [len(a) for a in whole] == [12, 0]
+        assert len(await scheduler.synthesize(_item(5))) == 5  # no on_part: whole
+
+    _run(scheduler, body)
+    np.testing.assert_array_equal(np.concatenate(parts[:3]), np.arange(30, dtype=np.float32))
+    assert engine.streams == [30, 9]
+
+
+def test_a_client_that_goes_stops_the_rendering_of_its_parts() -> None:
+    engine = StreamingGatedEngine()
+    scheduler = Scheduler(engine, _settings())
+    scheduler.start()
+    parts: list[np.ndarray] = []
+
+    async def body() -> None:
+        got = asyncio.Event()
+
+        def on_part(part: np.ndarray) -> None:
+            parts.append(part)
+            got.set()
+
+        task = asyncio.create_task(scheduler.synthesize(_item(30), on_part=on_part))
+        await asyncio.wait_for(got.wait(), 10)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        engine.gate.set()
+        assert await asyncio.to_thread(engine.stopped.wait, 10)
+
+    _run(scheduler, body)
+    assert len(parts) == 1

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import numpy as np
 
+from wyoming_fasttts.audio import SilenceTrimmer, to_pcm16
 from wyoming_fasttts.config import load_settings
 from wyoming_fasttts.core import SynthesisItem
 from wyoming_fasttts.synthesizer import Sentence, Speech
@@ -20,7 +22,8 @@ class HeldScheduler:
         self.pending: list[asyncio.Future[np.ndarray]] = []
         self.arrived = asyncio.Event()
 
-    async def synthesize(self, item: SynthesisItem, order: int = 0) -> np.ndarray:
+    async def synthesize(self, item: SynthesisItem, order: int = 0,
+                         on_part: Callable[[np.ndarray], None] | None = None) -> np.ndarray:
         future: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()
         self.pending.append(future)
         self.arrived.set()
@@ -62,3 +65,79 @@ def test_the_window_grows_when_a_reload_brings_a_batching_engine() -> None:
         return seen
 
     assert asyncio.run(scenario()) == [1, 4]
+
+
+class PartsScheduler:
+    """Hands each sentence over in the parts given, as a streaming engine's worker would: the first at once,
+    the others once ``go`` is set (the rest of the sentence still rendering until then)."""
+
+    def __init__(self, parts: list[np.ndarray]) -> None:
+        self.engine = SimpleNamespace(max_batch=1)
+        self.parts = parts
+        self.go = asyncio.Event()
+        self.given = 0
+        self.streamed: list[bool] = []
+
+    async def synthesize(self, item: SynthesisItem, order: int = 0,
+                         on_part: Callable[[np.ndarray], None] | None = None) -> np.ndarray:
+        self.streamed.append(on_part is not None)
+        if on_part is None:
+            return np.concatenate(self.parts)
+        for k, part in enumerate(self.parts):
+            if k:
+                await self.go.wait()
+            self.given += 1
+            on_part(part)
+        return np.zeros(0, np.float32)
+
+
+def _speech_like(seconds: float, pause_at: float, rate: int = 24000) -> np.ndarray:
+    """A tone with silence before, after and in the middle, like a sentence with a pause."""
+    t = np.arange(int(seconds * rate)) / rate
+    tone = 0.3 * np.sin(2 * np.pi * 220 * t).astype(np.float32)
+    tone[(t < 0.4) | (t > seconds - 0.8) | ((t > pause_at) & (t < pause_at + 0.3))] = 0.0
+    return tone
+
+
+def test_a_sentence_in_parts_is_heard_part_by_part_and_trimmed_as_if_whole() -> None:
+    audio = _speech_like(3.0, 1.2)
+    parts = np.split(audio, [36000, 48000, 60000])  # 1.5 s, then 0.5 s each: the pause straddles a seam
+    scheduler = PartsScheduler(parts)
+    settings = load_settings()
+    synth = SimpleNamespace(scheduler=scheduler, settings=settings,
+                            voices=SimpleNamespace(style=lambda voice, n: np.zeros(256, np.float32)))
+
+    async def scenario() -> tuple[list[bytes], bytes]:
+        speech = Speech(synth, "zf_xiaobei", 1.0)
+        await speech.add([Sentence("你好。", np.arange(1, 6, dtype=np.int64))])
+        speech.close()
+        audio_out = speech.audio()
+        pcm, last = await anext(audio_out)
+        assert pcm and not last and scheduler.given == 1  # heard before the rest of the sentence is rendered
+        scheduler.go.set()
+        heard = [pcm] + [pcm async for pcm, _last in audio_out]
+        return heard, to_pcm16(SilenceTrimmer(settings.audio).part(audio))
+
+    heard, whole = asyncio.run(scenario())
+    assert b"".join(heard) == whole  # the pause inside is kept, the edges trimmed as for the whole
+    assert len([pcm for pcm in heard if pcm]) >= 2
+    assert scheduler.streamed == [True]
+
+
+def test_a_piece_whose_listener_is_still_listening_is_rendered_whole() -> None:
+    scheduler = PartsScheduler([_speech_like(3.0, 1.2)])
+    synth = SimpleNamespace(scheduler=scheduler, settings=load_settings(),
+                            voices=SimpleNamespace(style=lambda voice, n: np.zeros(256, np.float32)))
+
+    async def scenario() -> None:
+        speech = Speech(synth, "zf_xiaobei", 1.0)
+        adding = asyncio.create_task(speech.add([Sentence("你好。", np.arange(1, 6, dtype=np.int64))] * 2))
+        audio = speech.audio()
+        await anext(audio)  # 2.2 s of the first piece handed over: the second comes well before it has played
+        await adding
+        speech.close()
+        async for _ in audio:
+            pass
+
+    asyncio.run(scenario())
+    assert scheduler.streamed == [True, False]

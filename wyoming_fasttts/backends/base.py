@@ -7,7 +7,7 @@ flight: that is how a backend exposes its execution contexts without the schedul
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -17,7 +17,7 @@ import numpy as np
 from ..core import AllocationError, EngineError, PeerStatus, SynthesisItem
 
 __all__ = ["AllocationError", "Engine", "EngineError", "EngineMemory", "InspectableEngine", "PeerStatus",
-           "RemoteEngine", "SynthesisItem", "engine_peers"]
+           "RemoteEngine", "StreamingEngine", "SynthesisItem", "engine_peers"]
 
 
 @dataclass
@@ -55,6 +55,18 @@ class Engine(Protocol):
 
     def close(self) -> None:
         """Release everything; called once, after the last ``run`` has returned."""
+
+
+@runtime_checkable
+class StreamingEngine(Engine, Protocol):
+    """An engine that can hand over one sentence's audio in parts as it renders them (the CPU engine's frame
+    windows): the scheduler uses it for a sentence that runs alone, so its listener hears the first part while
+    the rest is rendered. Batches still go through ``run``."""
+
+    def stream(self, item: SynthesisItem) -> Generator[np.ndarray, None, None]:
+        """The sentence's audio in consecutive parts, the first as soon as it is rendered: what ``run([item])``
+        gives, but for the seams where parts meet and start-pad silence before the first (trimmed anyway).
+        Closing the generator stops the rendering."""
 
 
 @runtime_checkable

@@ -15,7 +15,8 @@ import logging
 import os
 import queue
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,9 +32,10 @@ except ImportError as err:  # the base install carries no ONNX Runtime: the extr
                       "'wyoming-fasttts[cpu]' (any machine) or 'wyoming-fasttts[gpu]' (ONNX Runtime CUDA)") from err
 
 from ..assets import ModelAssets
-from ..config import Settings
-from .alignment import alignment, frame_counts
+from ..config import Settings, WindowSettings
+from .alignment import SAMPLES_PER_FRAME, alignment, frame_counts
 from .batching import stage1_feeds, stage2_feeds, unpad_audio
+from .windows import FrameCost, Render, render_windows
 
 if TYPE_CHECKING:
     from ..graphs.batched import BatchedGraphs
@@ -107,6 +109,61 @@ def pad_tokens(ids: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.asarray(ids, np.int64), [0]]).astype(np.int64)[None, :]
 
 
+@dataclass(frozen=True)
+class Windowed:
+    """Stage 2 as its two halves (``graphs.split.split_vocoder``), rendered in frame windows."""
+
+    prosody: Path
+    render: Path
+    settings: WindowSettings
+    cost: FrameCost = field(default_factory=FrameCost)
+    """Shared by every session pair of an engine: concurrent sentences slow each other down."""
+
+
+class _Vocoder:
+    """Stage 2 of one session pair: one graph, or the prosody and render halves rendered in windows."""
+
+    def __init__(self, stage2: Path, render: Path | None, options: ort.SessionOptions, providers: list[Any],
+                 windows: Windowed | None = None) -> None:
+        self._first = ort.InferenceSession(str(stage2), options, providers=providers)
+        self._render = ort.InferenceSession(str(render), options, providers=providers) if render else None
+        self._windows = windows
+
+    @property
+    def session(self) -> ort.InferenceSession:
+        """The one stage-2 graph (the batched engine runs it with its own feeds), or the prosody half."""
+        return self._first
+
+    def whole(self, feeds: dict[str, np.ndarray], options: ort.RunOptions) -> np.ndarray:
+        if self._render is None:
+            return np.asarray(self._first.run(None, feeds, options)[0]).reshape(-1)
+        halves = self._halves(feeds, options)
+        return halves(0, feeds["alignment"].shape[2])
+
+    def parts(self, feeds: dict[str, np.ndarray], frames: np.ndarray, options: ort.RunOptions) -> Iterator[np.ndarray]:
+        if self._windows is None:
+            yield self.whole(feeds, options)
+            return
+        yield from render_windows(self._halves(feeds, options), frames, self._windows.settings, self._windows.cost)
+
+    def _halves(self, feeds: dict[str, np.ndarray], options: ort.RunOptions) -> Render:
+        """The prosody run once; a function rendering any span of the sentence's frames from it."""
+        assert self._render is not None
+        render = self._render
+        asr, f0, energy, source = self._first.run(None, feeds, options)
+        style = feeds["style"]
+
+        def span(lo: int, hi: int) -> np.ndarray:
+            out = render.run(None, {
+                "asr": np.ascontiguousarray(asr[:, :, lo:hi]), "f0": np.ascontiguousarray(f0[:, 2 * lo:2 * hi]),
+                "energy": np.ascontiguousarray(energy[:, 2 * lo:2 * hi]),
+                "source": np.ascontiguousarray(source[:, SAMPLES_PER_FRAME * lo:SAMPLES_PER_FRAME * hi]),
+                "style": style}, options)[0]
+            return np.asarray(out, np.float32).reshape(-1)
+
+        return span
+
+
 class OnnxRuntimeEngine:
     """Stage 1 -> host alignment (tail capped) -> stage 2, batch 1, on one ONNX Runtime provider.
 
@@ -122,16 +179,17 @@ class OnnxRuntimeEngine:
 
     def __init__(self, stage1: Path, stage2: Path, *, name: str = "onnxruntime", threads: int = 0, slots: int = 1,
                  tail_frames: int = 0, providers: list[Any] | None = None, options: ort.SessionOptions | None = None,
-                 narrow: int = 0, shrink_arena: bool = True) -> None:
+                 narrow: int = 0, shrink_arena: bool = True, windows: Windowed | None = None) -> None:
         self.name = name
         self._run_options = run_options(shrink_arena)
         providers = providers or ["CPUExecutionProvider"]
         self.device = "cpu" if providers == ["CPUExecutionProvider"] else "cuda"
         options = options or session_options(threads)
 
-        def pair(opts: ort.SessionOptions) -> tuple[ort.InferenceSession, ort.InferenceSession]:
-            return (ort.InferenceSession(str(stage1), opts, providers=providers),
-                    ort.InferenceSession(str(stage2), opts, providers=providers))
+        def pair(opts: ort.SessionOptions) -> tuple[ort.InferenceSession, _Vocoder]:
+            vocoder = (_Vocoder(windows.prosody, windows.render, opts, providers, windows)
+                       if windows is not None else _Vocoder(stage2, None, opts, providers))
+            return ort.InferenceSession(str(stage1), opts, providers=providers), vocoder
 
         self._stage1, self._stage2 = pair(options)
         if self.device == "cuda" and self._stage1.get_providers()[0] != CUDA_PROVIDER:
@@ -140,17 +198,19 @@ class OnnxRuntimeEngine:
             raise EngineError("ONNX Runtime could not load its CUDA provider (its log above names the missing "
                               "library: CUDA 13 runtime, cuBLAS or cuDNN 9; pip install 'wyoming-fasttts[gpu]' "
                               "brings them, and the NVIDIA driver must support CUDA 13)")
-        self._narrow: queue.SimpleQueue[tuple[ort.InferenceSession, ort.InferenceSession]] = queue.SimpleQueue()
+        self._narrow: queue.SimpleQueue[tuple[ort.InferenceSession, _Vocoder]] = queue.SimpleQueue()
         for _ in range(narrow):
             self._narrow.put(pair(session_options(1)))
         self._running = 0
         self._lock = threading.Lock()
         self.slots = max(1, slots, narrow)
         self._tail_frames = tail_frames
-        self._weights = (stage1.stat().st_size + stage2.stat().st_size) * (1 + narrow)
-        _LOGGER.info("ONNX Runtime %s: %s + %s on %s (%d threads, %d one-thread pairs, %d slots, batch up to %d)",
-                     ort.__version__, stage1.name, stage2.name, self._stage2.get_providers()[0],
-                     options.intra_op_num_threads, narrow, self.slots, self.max_batch)
+        stage2_files = [windows.prosody, windows.render] if windows is not None else [stage2]
+        self._weights = (stage1.stat().st_size + sum(f.stat().st_size for f in stage2_files)) * (1 + narrow)
+        _LOGGER.info("ONNX Runtime %s: %s + %s on %s (%d threads, %d one-thread pairs, %d slots, batch up to %d%s)",
+                     ort.__version__, stage1.name, " + ".join(f.name for f in stage2_files),
+                     self._stage1.get_providers()[0], options.intra_op_num_threads, narrow, self.slots, self.max_batch,
+                     f", stage 2 in windows from {windows.settings.first_frames} frames" if windows else "")
 
     def warmup(self) -> None:
         # Short on purpose: 24 equal ids with a zero style make stage 1 predict ~950 frames (24 s of audio), over
@@ -162,7 +222,7 @@ class OnnxRuntimeEngine:
         return [self.synthesize(item)[0] for item in items]
 
     @contextlib.contextmanager
-    def _sessions(self) -> Iterator[tuple[ort.InferenceSession, ort.InferenceSession]]:
+    def _sessions(self) -> Iterator[tuple[ort.InferenceSession, _Vocoder]]:
         """The all-cores pair when nothing else runs, else a one-thread pair (where there are any)."""
         with self._lock:
             self._running += 1
@@ -176,17 +236,28 @@ class OnnxRuntimeEngine:
             with self._lock:
                 self._running -= 1
 
-    def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
-        """Audio and the frames per token it was rendered with (doctor compares those)."""
+    def _stage1_run(self, stage1: ort.InferenceSession,
+                    item: SynthesisItem) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """Stage 2's feeds for ``item`` and the frames per token they hold."""
         style = np.asarray(item.style, np.float32).reshape(1, -1)
-        with self._sessions() as (stage1, stage2):
-            durations, d, t_en = stage1.run(None, {
-                "tokens": pad_tokens(item.ids), "style": style, "speed": np.array([item.speed], np.float32),
-            }, self._run_options)
-            frames = frame_counts(durations, self._tail_frames)
-            feeds2 = {"alignment": alignment(frames), "d": d, "t_en": t_en, "style": style}
-            audio = stage2.run(None, feeds2, self._run_options)[0]
-        return audio.reshape(-1).astype(np.float32, copy=False), frames
+        durations, d, t_en = stage1.run(None, {
+            "tokens": pad_tokens(item.ids), "style": style, "speed": np.array([item.speed], np.float32),
+        }, self._run_options)
+        frames = frame_counts(durations, self._tail_frames)
+        return {"alignment": alignment(frames), "d": d, "t_en": t_en, "style": style}, frames
+
+    def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
+        """Audio and the frames per token it was rendered with (doctor compares those): all frames at once."""
+        with self._sessions() as (stage1, vocoder):
+            feeds, frames = self._stage1_run(stage1, item)
+            audio = vocoder.whole(feeds, self._run_options)
+        return audio, frames
+
+    def stream(self, item: SynthesisItem) -> Generator[np.ndarray, None, None]:
+        """The sentence's audio in parts (``backends.windows``); one part where stage 2 is not windowed."""
+        with self._sessions() as (stage1, vocoder):
+            feeds, frames = self._stage1_run(stage1, item)
+            yield from vocoder.parts(feeds, frames, self._run_options)
 
     def memory(self) -> EngineMemory:
         return EngineMemory(host_rss_bytes=process_rss_bytes(), weights_bytes=self._weights)
@@ -212,16 +283,19 @@ class BatchedOnnxRuntimeEngine(OnnxRuntimeEngine):
         feeds1 = stage1_feeds(items)
         durations, d, t_en = self._stage1.run(None, feeds1, self._run_options)
         feeds2 = stage2_feeds(durations, d, t_en, feeds1, self._tail_frames)
-        audio, lengths = self._stage2.run(None, feeds2, self._run_options)
+        audio, lengths = self._stage2.session.run(None, feeds2, self._run_options)
         return unpad_audio(audio, lengths)
 
     def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
         feeds1 = stage1_feeds([item])
         durations, d, t_en = self._stage1.run(None, feeds1, self._run_options)
         feeds2 = stage2_feeds(durations, d, t_en, feeds1, self._tail_frames)
-        audio, lengths = self._stage2.run(None, feeds2, self._run_options)
+        audio, lengths = self._stage2.session.run(None, feeds2, self._run_options)
         frames = frame_counts(durations[0, : feeds1["lengths"][0]], self._tail_frames)
         return unpad_audio(audio, lengths)[0], frames
+
+    def stream(self, item: SynthesisItem) -> Generator[np.ndarray, None, None]:
+        yield self.synthesize(item)[0]
 
 
 def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: str = "onnxruntime",
@@ -267,8 +341,13 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
     from ..graphs.convert import ensure_graphs
 
     graphs = ensure_graphs(assets.model, settings.assets.data_path)
+    windows = None
+    if flavour is None and not cuda and eng.windows.first_frames > 0:
+        # The CPU, where a sentence's stage 2 takes long enough for its listener to notice (on CUDA it is ~20 ms).
+        windows = Windowed(graphs.path("int8", "prosody"), graphs.path("int8", "render"), eng.windows)
     flavour = flavour or ("float" if cuda else "int8")
-    return OnnxRuntimeEngine(graphs.path(flavour, "stage1"), graphs.path(flavour, "stage2"), narrow=narrow, **common)
+    return OnnxRuntimeEngine(graphs.path(flavour, "stage1"), graphs.path(flavour, "stage2"), narrow=narrow,
+                             windows=windows, **common)
 
 
 def _batched_graphs(settings: Settings, assets: ModelAssets, required: bool) -> BatchedGraphs | None:

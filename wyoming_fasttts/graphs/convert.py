@@ -6,7 +6,8 @@ Two sets come out of one pipeline:
   convolution (ONNX Runtime CUDA lacks the op), split at the duration expansion. TensorRT and
   TensorRT-RTX build their plans from these; ONNX Runtime CUDA runs them.
 * ``int8``: the shipped graph split at the same point, for ONNX Runtime on the CPU, where the int8
-  kernels are the fast ones and the split lets the host cap the silent edges before the vocoder runs.
+  kernels are the fast ones and the split lets the host cap the silent edges before the vocoder runs; its
+  stage 2 also split once more (``prosody``, ``render``) for rendering in frame windows (``backends.windows``).
 
 The cache directory is named by a hash over the model file and the source of the rewrite modules, so a
 new model or a changed rewrite can never be served a stale graph; a manifest written last marks a
@@ -30,6 +31,9 @@ _LOGGER = logging.getLogger(__name__)
 
 STAGES = ("stage1", "stage2")
 FLAVOURS = ("float", "int8")
+VOCODER_PARTS = ("prosody", "render")
+"""Stage 2 of the int8 flavour cut in two (``split.split_vocoder``), stored beside it."""
+_FILES = {"float": STAGES, "int8": (*STAGES, *VOCODER_PARTS)}
 _PIPELINE_MODULES = (dequantize, onnx_edit, split, stft_conv, trt_fixes)
 
 
@@ -68,9 +72,12 @@ def tensorrt_graph(model_path: Path) -> onnx.ModelProto:
 
 def _write_stages(model: onnx.ModelProto, directory: Path, flavour: str) -> dict[str, dict[str, str | int]]:
     stages = split.split(model)
+    graphs = {"stage1": stages.stage1, "stage2": stages.stage2}
+    if "prosody" in _FILES[flavour]:
+        graphs["prosody"], graphs["render"] = split.split_vocoder(stages.stage2)
     out: dict[str, dict[str, str | int]] = {}
-    for stage in STAGES:
-        graph = getattr(stages, stage)
+    for stage in _FILES[flavour]:
+        graph = graphs[stage]
         onnx.checker.check_model(graph)
         path = directory / f"{flavour}-{stage}.onnx"
         onnx.save(graph, str(path))
@@ -91,10 +98,10 @@ def _load(directory: Path, key: str) -> GraphSet | None:
         directory, key,
         lambda manifest: {(flavour, stage): entry for flavour, stages in manifest["flavours"].items()
                           for stage, entry in stages.items()},
-        {(flavour, stage) for flavour in FLAVOURS for stage in STAGES}, "stage graphs")
+        {(flavour, stage) for flavour in FLAVOURS for stage in _FILES[flavour]}, "stage graphs")
     if found is None:
         return None
-    files = {flavour: {stage: found[flavour, stage] for stage in STAGES} for flavour in FLAVOURS}
+    files = {flavour: {stage: found[flavour, stage] for stage in _FILES[flavour]} for flavour in FLAVOURS}
     return GraphSet(key, directory, files)
 
 

@@ -36,21 +36,22 @@ def _info(name: str, shape: list[int | str], elem: int = TensorProto.FLOAT) -> o
     return helper.make_tensor_value_info(name, elem, shape)
 
 
-def _renamed(nodes: list[NodeProto]) -> list[NodeProto]:
+def _renamed(nodes: list[NodeProto], names: dict[str, str]) -> list[NodeProto]:
     out = []
     for node in nodes:
         copy = NodeProto()
         copy.CopyFrom(node)
         for seq in (copy.input, copy.output):
             for i, name in enumerate(seq):
-                seq[i] = _CUT.get(name, name)
+                seq[i] = names.get(name, name)
         out.append(copy)
     return out
 
 
 def _extract(model: onnx.ModelProto, name: str, inputs: list[onnx.ValueInfoProto],
-             outputs: list[onnx.ValueInfoProto]) -> onnx.ModelProto:
-    old = {v: k for k, v in _CUT.items()}
+             outputs: list[onnx.ValueInfoProto], names: dict[str, str] = _CUT) -> onnx.ModelProto:
+    """The part of ``model`` from ``inputs`` to ``outputs``, its cut tensors renamed by ``names`` (old -> new)."""
+    old = {v: k for k, v in names.items()}
     in_names = [old.get(i.name, i.name) for i in inputs]
     nodes = prune(model.graph.node, [old.get(o.name, o.name) for o in outputs], stop=in_names)
     used = used_names(nodes)
@@ -59,7 +60,7 @@ def _extract(model: onnx.ModelProto, name: str, inputs: list[onnx.ValueInfoProto
     missing = used - known
     if missing:
         raise ValueError(f"{name} would need tensors from the other stage: {sorted(missing)[:5]}")
-    graph = helper.make_graph(_renamed(nodes), name, inputs, outputs, weights)
+    graph = helper.make_graph(_renamed(nodes, names), name, inputs, outputs, weights)
     return helper.make_model(graph, opset_imports=model.opset_import, ir_version=model.ir_version)
 
 
@@ -79,3 +80,27 @@ def split(model: onnx.ModelProto) -> StageGraphs:
         style,
     ], list(model.graph.output))
     return StageGraphs(stage1, stage2)
+
+
+# Tensors of the v1.0 export where stage 2 splits into its sentence-wide prosody and its frame-local render
+# (``backends.windows``), and the plain names the two graphs use for them.
+_VOCODER_CUT: dict[str, tuple[str, list[int | str]]] = {
+    "/encoder/MatMul_1_output_0": ("asr", [1, T_EN_CHANNELS, "F"]),               # t_en aligned to frames
+    "/encoder/Reshape_output_0": ("f0", [1, "F2"]),                                 # F0 curve, 2 steps a frame
+    "/encoder/Reshape_1_output_0": ("energy", [1, "F2"]),                           # energy curve, likewise
+    "/decoder/decoder/generator/m_source/l_tanh/Tanh_output_0": ("source", [1, "S", 1]),  # harmonic source, 600 a frame
+}
+VOCODER_TENSORS = tuple(name for name, _ in _VOCODER_CUT.values())
+
+
+def split_vocoder(stage2: onnx.ModelProto) -> tuple[onnx.ModelProto, onnx.ModelProto]:
+    """Stage 2 as (prosody, render): alignment, d, t_en, style -> asr, f0, energy, source; and those (any span
+    of frames of them) with style -> audio. Everything that sees the whole sentence at once (the prosody LSTM,
+    the source's accumulated phase) is in the first; the second is local but for its instance norms.
+    Rendered over all frames, render(prosody(x)) is stage2(x) to the bit (the same nodes, cut in two)."""
+    names = {old: new for old, (new, _) in _VOCODER_CUT.items()}
+    cut = [_info(new, shape) for new, shape in _VOCODER_CUT.values()]
+    style = next(i for i in stage2.graph.input if i.name == "style")
+    prosody = _extract(stage2, "prosody", list(stage2.graph.input), cut, names)
+    render = _extract(stage2, "render", [*cut, style], list(stage2.graph.output), names)
+    return prosody, render
