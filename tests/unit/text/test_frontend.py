@@ -872,3 +872,14 @@ def test_an_hour_with_am_or_pm_and_no_minutes_is_a_clock_time():
     assert normalize("Shelly Plus 1PM 已离线") == "Shelly Plus一PM已离线"
     assert normalize("5 AMD") == "五AMD"
     assert normalize("13PM") == "十三PM"
+
+
+def test_convention_one_in_a_model_number_is_yao():
+    """1 in a model or chip number read digit by digit is 幺, as in codes (settled after announce_holdout7's run)."""
+    assert normalize("N5105 小主机") == "N五幺零五小主机"
+    assert normalize("芯片 RK3188 过热") == "芯片RK三幺八八过热"
+    assert normalize("J1900 主板") == "J幺九零零主板"
+    assert normalize("赛扬 J6412") == "赛扬J六四幺二"
+    # Near-misses: one or two digits after letters read as a number; a × resolution keeps 一 (1920×1080).
+    assert normalize("N95 迷你主机") == "N九十五迷你主机"
+    assert normalize("K1 键盘") == "K一键盘"
