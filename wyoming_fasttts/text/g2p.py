@@ -23,7 +23,8 @@ from .data import load_table
 from .normalize import normalize
 
 _HAN = re.compile(r"[\u3400-\u9fff]+")
-_TOKEN = re.compile(r"([\u3400-\u9fff]+)|([。，！？])|([A-Za-z]+(?:['-][A-Za-z]+)*)")
+# A Latin run may hold several words, one space apart (Home Assistant, Wi Fi): ``latin.words`` reads them together.
+_TOKEN = re.compile(r"([\u3400-\u9fff]+)|([。，！？])|([A-Za-z]+(?:['-][A-Za-z]+)*(?: [A-Za-z]+(?:['-][A-Za-z]+)*)*)")
 _PUNCT = {"，": ",", "。": ".", "！": "!", "？": "?"}
 
 
@@ -198,7 +199,7 @@ def phonemize(sentence: str, *, normalized: bool = False) -> str:
         if mark:
             parts.append(_PUNCT[mark])
         elif word:
-            parts.append(latin.phonemes(word))
+            parts.extend(latin.words(word))
         else:
             tokens = _tokenizer().lcut(han, HMM=False)
             syllables = iter(_run_syllables(han, tokens))

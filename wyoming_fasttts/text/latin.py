@@ -49,6 +49,28 @@ def spell(word: str) -> str:
     return " ".join(p for p in (_lookup(c.upper()) for c in word if c.isalpha()) if p)
 
 
+def words(run: str) -> list[str]:
+    """Phonemes for a run of Latin words (``normalize`` leaves one space between them), one entry per word said.
+
+    Two words that our table knows as one name, joined or hyphenated, are said as it: the spoken form writes a
+    hyphen between two Latin words as a space (Wi-Fi → Wi Fi), and Wi Fi is still "wai fai", not W, I, F, I.
+    """
+    parts = run.split()
+    out: list[str] = []
+    i = 0
+    while i < len(parts):
+        if i + 1 < len(parts):
+            pair = next((_table()[w] for w in (f"{parts[i]}-{parts[i + 1]}".lower(), (parts[i] + parts[i + 1]).lower())
+                         if w in _table()), None)
+            if pair:
+                out.append(pair)
+                i += 2
+                continue
+        out.append(phonemes(parts[i]))
+        i += 1
+    return out
+
+
 def phonemes(word: str) -> str:
     """Phonemes for one Latin word; hyphenated or apostrophe words are read part by part."""
     known = _table().get(word.lower())

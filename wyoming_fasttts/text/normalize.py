@@ -55,6 +55,7 @@ class _Rules:
         self.measure_before = re.compile(rf"(?:{_alternation(measures)})$")
         self.flight_cue = re.compile(_alternation(d["flight_cues"]))
         self.reading_names = set(d["reading_names"])
+        self.update_before = re.compile(rf"(?:{_alternation(d['update_verbs'])})\s*$")
         self.version_before = re.compile(
             rf"(?:(?<![A-Za-z])[vV]|(?:{_alternation(d['version_cues_before'])})[:：]?\s*)$")
         self.not_measure = re.compile(rf"\s*(?:{_alternation(d['not_measure_words'])})")
@@ -89,6 +90,8 @@ class _Rules:
         gate = _alternation(d["gate_words"])
         seat = _alternation(d["seat_words"])
         words = _alternation({str(w) for w in d["currency_prefix"].values()})
+        # A reading: an optional sign or currency sign, a number and its unit, % or ‰ (-2.5℃, 48%, 2000mAh, ¥20).
+        reading = (rf"(?<![\dA-Za-z.])[-+]?(?:(?:{money})\s*{_NUM}|{_NUM}\s*(?:(?:{unit})(?![A-Za-z])|[%‰]))")
         return [
             # A space between a number and the word after it (2 小时, 2026 年, 2-4 天, as LLM replies write; NFKC made
             # U+3000 and NBSP plain spaces) is never said: dropping it once here lets every rule that reads the word
@@ -101,9 +104,23 @@ class _Rules:
             # A digit may start the item after a space (1. 09:30 视频会议): a decimal's point has no space after it.
             (re.compile(r"(?m)^([ \t]*)(\d{1,2})(?:[.)]|\ufe0f?\u20e3)(?:\s*(?=[^\d\s.])|[ \t]+(?=\d))"),
              lambda m: m[1] + cardinal(m[2]) + "，"),
+            # A slash between two readings that each carry their own unit, % or currency sign (22.5℃ / 48%,
+            # 3.7V/2000mAh) is a pause, as a list of readings is said; / before a unit or measure word (元/度) stays
+            # 每, and between bare numbers a fraction or a date.
+            (re.compile(rf"({reading})\s*/\s*(?={reading})"), lambda m: m[1] + "，"),
+            # A serial number after SN or S/N: its colon a pause, the serial digit by digit with 1 as 幺 and its letters
+            # as written, however its digits are grouped (SN: 7K20A1193 → SN，七K二零A幺幺九三). SN is followed by a
+            # colon, a space or the serial's first digit (not SNMP).
+            (re.compile(r"(?<![A-Za-z])(SN|S/N)(\s*[:：]\s*|\s+|(?=\d))"
+                        r"([A-Za-z\d]*\d[A-Za-z\d]*(?:[ -][A-Za-z\d]*\d[A-Za-z\d]*)*)(?![A-Za-z\d]|\.\d)"),
+             lambda m: "SN" + ("，" if m[2].strip() else "") + _read_code(m[3])),
             (re.compile(rf"(?<![A-Za-z])([{d['plate_provinces']}])([A-Z])\s*[·.]?\s*(?=[A-Z\d]{{5,6}}(?![A-Za-z\d]))"
                         r"([A-Z]*\d[A-Z\d]*)"), self._plate),
             (re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?![\d.])(?:\s*[:：]\s*(\d{1,5})(?!\d))?"), self._ip),
+            # A decimal before ":" and a number is a ratio wherever it stands (2.39:1 → 二点三九比一): no clock has a
+            # decimal hour. Not a Latin name's digits before a colon (PM2.5：35 is a reading).
+            (re.compile(r"(?<![A-Za-z\d.])(\d+\.\d+)\s*[:：]\s*(\d+(?:\.\d+)?)(?![\d.:：%‰°])"),
+             lambda m: decimal(m[1]) + "比" + decimal(m[2])),
             (re.compile(r"(?<![\d.])\d+(?:\.\d+)+(?![\d.])"), self._version),
             (re.compile(r"(?<!\d)(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})(?![\d.])(?:\s*[日号])?"), self._ymd),
             # × or x between numbers is 乘 (7×24小时, 120x60cm), a resolution's numbers digit by digit (1920×1080);
@@ -117,8 +134,10 @@ class _Rules:
             # A currency sign on the first value of a range stands for both (¥50-80 → 五十到八十元).
             (re.compile(rf"({money})\s*({_AMOUNT})\s*[-~]\s*(?:{money})?\s*({_AMOUNT})(万|亿)?(?:{words})?"),
              self._money_range),
+            # A range after a date, a percent, a temperature or an amount; after one of the signs a ~ joins a signed
+            # value too (-10℃~-2℃ → 零下十摄氏度到零下二摄氏度; a - there stays the value's own minus).
             (re.compile(rf"(?:(?<=[日号])\s*[-~]\s*(?=\d{{1,2}}[月日号]|[{DIGITS}]{{4}}年)"
-                        r"|(?:(?<=[%‰])|(?<=°C)|(?<=\d[千万亿]))\s*[-~]\s*(?=\d))"),
+                        r"|(?:(?<=[%‰])|(?<=°C)|(?<=\d[千万亿]))\s*(?:[-~]\s*(?=\d)|~\s*(?=-\d)))"),
              lambda m: "到"),
             # 40-60%: a percent sign written only at the end applies to both ends (百分之四十到百分之六十).
             (re.compile(rf"(?<![\d.A-Za-z\-])({_NUM})\s*[-~]\s*(?=-?{_NUM}\s*([%‰]))"), lambda m: m[1] + m[2] + "到"),
@@ -272,7 +291,9 @@ class _Rules:
         symbol, low, high, big = m.groups()
         unit = self.d["currency_prefix"][symbol]
         low, high = low.replace(",", ""), high.replace(",", "")
-        if unit in self.d["jiao_fen_units"] and "." in low + high and not big:
+        # 元/角/分 at both ends, unless one end has three decimals (¥0.5-0.617): then both read with 点.
+        jiao_fen = "." in low + high and all(_jiao_fen(end) is not False for end in (low, high))
+        if unit in self.d["jiao_fen_units"] and jiao_fen and not big:
             return _yuan(low) + "到" + _yuan(high)
         return decimal(low, liang=True) + "到" + decimal(high, liang=True) + (big or "") + str(unit)
 
@@ -322,6 +343,7 @@ class _Rules:
         if len(parts) == 2 and not cue:
             return m[0]
         if len(parts) == 3 and len(parts[0]) == 4 and not (cue or re.search(r"[A-Za-z]\s*$", before)
+                                                           or self.update_before.search(before)
                                                            or self._version_after_colon(parts, before)):
             return m[0]  # 2025.06.18: a date
         return "点".join(digits(p) if len(p) == 4 or (len(p) > 1 and p[0] == "0") else cardinal(p) for p in parts)
@@ -412,7 +434,11 @@ class _Rules:
         return m[1] + "点" + "点".join(_read_code(p) if len(p) >= 3 or p[0] == "0" else cardinal(p) for p in parts)
 
     def _cued(self, m: re.Match[str]) -> str:
+        """型号 KFR-72GW, 订单号 2026…: the code after its cue word, digit by digit. An hour and a colon after it
+        (航班 8:00 起飞, 航班 18:40) are a clock time, left to the clock rule, not the flight's number."""
         text = m[0]
+        if re.search(r"(?<![\dA-Z])\d{1,2}$", text) and re.match(r"[:：]\d{2}(?!\d)", m.string[m.end() :]):
+            return text
         start = re.search(r"[A-Z]*\d", text)
         assert start is not None
         return text[: start.start()] + _read_code(text[start.start() :])
@@ -468,7 +494,7 @@ class _Rules:
         sign = sign or inner_sign  # -¥35 and ¥-35 are both 负
         unit = self.d["currency_prefix"][symbol]
         amount = amount.replace(",", "")
-        if unit in self.d["jiao_fen_units"] and "." in amount and not big:
+        if unit in self.d["jiao_fen_units"] and _jiao_fen(amount) and not big:
             return ("负" if sign else "") + _yuan(amount)
         return ("负" if sign else "") + decimal(amount, liang=True) + (big or "") + str(unit)
 
@@ -617,6 +643,14 @@ def _countdown(*parts: str | None) -> str:
     return out or "零秒"
 
 
+def _jiao_fen(amount: str) -> bool | None:
+    """Whether a 元 amount's decimals are said in 角/分 (¥12.5, ¥0.05); None where it has none. Three or more
+    decimals (¥0.617/度) cannot be, and read with 点 (零点六一七元)."""
+    if "." not in amount:
+        return None
+    return len(amount.partition(".")[2]) <= 2
+
+
 def _yuan(amount: str) -> str:
     """¥12.50 → 十二元五角, ¥0.05 → 五分: the way prices are read, not 十二点五零元."""
     whole, _, frac = amount.partition(".")
@@ -640,7 +674,9 @@ def _rules() -> _Rules:
 
 
 _DROP = re.compile(r"[\"'“”‘’«»《》「」『』【】()\[\]{}（）<>〈〉]")
-_LATIN = r"[A-Za-z]+(?:['-][A-Za-z]+)*"
+# A hyphen between two Latin words is a space (Wi-Fi → Wi Fi, Type-C → Type C): it is not said, and the two are
+# said as two words; one left next to digits (KFR-35GW, 1080P-4K) was read by the rules above.
+_LATIN = r"[A-Za-z]+(?:'[A-Za-z]+)*"
 _ELLIPSIS = re.compile(r"(?:\.{3,}|…+|。{3,})")
 _SPOKEN = re.compile(rf"({_LATIN}|[\u3400-\u9fff。，！？]+)|.", re.DOTALL)
 _MARKS = "。，！？"
