@@ -9,6 +9,12 @@ at batch 1 / 4 / 8 / 16, stage 1 alone, and the fp16 audio against fp32's (batch
 Part K: ONNX Runtime CUDA provider knobs (cuDNN algorithm search, layouts, TF32, conv+bias fusion) over the
 shipped ``engine.cuda_provider_options``, at exact buckets that hold the benchmark sentence at batch 1, 8 and 16:
 replay time, stage 1 alone, memory and the batch-1 audio against the shipped options' (parity).
+Part M: one arena for both stages (``engine.shared_arena``) under several arena settings against one arena per
+session, then fewer bucket shapes and a smaller ``batch_frames``: device memory after each warm-up pass, the
+process's GPU memory as NVML charges it, replay at batch 1 / 4 / 8 / 16 and the batch-1 audio against the first
+row's.
+Part O: the engine's warm-up order (largest shapes first, stage 2 first) against the order before, with one arena
+per session and one shared; writes the config that took least memory at no replay cost (``--config-out``).
 Part A: one small bucket set and one with more frame buckets under each option set: the memory per shape and
 what each option saves. Part B: candidate ``engine.buckets`` / ``engine.batch_frames`` under the option set
 that took least memory per shape in A: memory, start-up, replay at batch 1 / 8 / 16 and stage 1 alone. It
@@ -94,12 +100,30 @@ def one(spec: dict[str, Any]) -> dict[str, Any]:
     problem = None if cpu else cuda_provider_problem(0)  # the CUDA context (one-node session), counted apart
     before = _device_used(0) or 0
     start = time.perf_counter()
+    for key, value in spec.get("session_config", {}).items():
+        options.add_session_config_entry(key, value)
     engine = GraphOnnxRuntimeEngine(graphs.stage1, graphs.stage2, buckets=buckets, providers=providers,
-                                    options=options, tail_frames=4, graphs=spec.get("graphs", True))
-    engine.warmup()
+                                    options=options, tail_frames=4, graphs=spec.get("graphs", True),
+                                    arena=spec.get("arena"), largest_first=spec.get("largest_first", True))
+    phases = {"sessions": round(((_device_used(0) or 0) - before) / 2**20)}
+    if spec.get("phases"):  # warm-up as engine.warmup does it, read after each pass of each stage
+        engine._put("style", np.full(engine._host["style"].size, 0.1, np.float32))
+        engine._put("speed", np.ones(engine._host["speed"].size, np.float32))
+        engine._put("tokens", np.full(engine._host["tokens"].size, 16, np.int64))
+        for name in ("d", "t_en"):
+            engine._put(name, np.zeros(engine._host[name].size, np.float32))
+        for capture in (False, True):
+            for stage in engine.warm_stages():
+                engine._warm(stage)
+                phases[f"{'captured' if capture else 'plain'} {stage.name}"] = \
+                    round(((_device_used(0) or 0) - before) / 2**20)
+    else:
+        engine.warmup()
+    process = _process_mib()
     out: dict[str, Any] = {"start_s": round(time.perf_counter() - start, 1),
                            "pool_mib": round(((_device_used(0) or 0) - before) / 2**20),
                            "context_mib": round((before - idle) / 2**20), "probe": problem,
+                           "process_mib": process, "phases_mib": phases, "arena": engine.arena,
                            "shapes": len(buckets.stage1_shapes()) + len(buckets.stage2_shapes()),
                            "replay": engine.replay, "options": providers[0][1] if not cpu else {}}
     if spec.get("audio_out"):  # batch 1's audio, for the parity of option sets against the shipped one
@@ -128,6 +152,20 @@ def one(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _process_mib() -> float | None:
+    """This process's GPU memory as NVML charges it (CUDA context included), where NVML can see the process."""
+    from wyoming_fasttts.backends.memory import Nvml
+
+    nvml = Nvml.open(0)
+    if nvml is None:
+        return None
+    try:
+        mine = nvml.read()[3]
+    finally:
+        nvml.close()
+    return None if mine is None else round(mine / 2**20, 1)
+
+
 def spawn(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     try:
         done = subprocess.run([sys.executable, __file__, "--one", json.dumps(spec)], capture_output=True, text=True,
@@ -152,6 +190,95 @@ def knobs(base: dict[str, Any], stem: Path) -> dict[str, Any]:
         rows[name] = row
         print(f"K {name}: {row}", flush=True)
     return rows
+
+
+ARENAS: dict[str, dict[str, int] | None] = {  # engine arena=: None one per session, else one shared (OrtArenaCfg)
+    "per session (shipped)": None,
+    "shared, ORT defaults": {},
+    "shared, kSameAsRequested": {"arena_extend_strategy": 1},
+    "shared, powers of two up to 64 MiB": {"max_power_of_two_extend_bytes": 64 << 20},
+    "shared, kSameAsRequested, first chunk 1 GiB": {"arena_extend_strategy": 1, "initial_chunk_size_bytes": 1 << 30},
+}
+BUCKET_SETS: dict[str, dict[str, Any]] = {  # under the shared arena that took least memory above; limits appended
+    "r1-8-16 t64-128 f128-256-512": {"buckets": {"rows": [1, 8, 16], "tokens": [64, 128], "frames": [128, 256, 512]},
+                                     "batch_frames": 2048},
+    "shipped, frames 64-128-256-512": {"buckets": {"rows": [1, 4, 8, 16], "tokens": [32, 64, 128],
+                                                   "frames": [64, 128, 256, 512]}, "batch_frames": 2048},
+    "shipped, batch_frames 1024": {"batch_frames": 1024},
+}
+
+
+def memory(base: dict[str, Any], stem: Path, deadline_s: float) -> dict[str, Any]:
+    """Part M: where the engine's device memory goes and what moves it, at the shipped buckets and options
+    unless a row says otherwise, each in a process of its own (NVML after each warm-up pass of each stage):
+    each stage's own arena against one arena shared by both (``engine.shared_arena``) under several
+    ``OrtArenaCfg`` settings, then fewer bucket shapes and a smaller ``batch_frames`` under the shared arena
+    that took least. Replay times at batch 1 / 4 / 8 / 16 and the batch-1 audio against the first row's."""
+    shipped = load_shipped()
+    start, rows = time.monotonic(), {}
+    ref = f"{stem}-0.npy"
+
+    def run(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        if time.monotonic() - start > deadline_s:
+            rows[name] = {"skipped": f"past the {deadline_s:.0f} s budget"}
+            return rows[name]
+        audio = f"{stem}-{len(rows)}.npy"
+        row = spawn({**base, **shipped, "batches": [1, 4, 8, 16], "phases": True, "audio_out": audio, **spec}, 200)
+        if "error" not in row and Path(ref).exists() and audio != ref:
+            a, b = np.load(ref), np.load(audio)
+            n = min(len(a), len(b))
+            row["rel_l2_vs_first"] = float(np.linalg.norm(b[:n] - a[:n]) / np.linalg.norm(a[:n]))
+            row["samples"] = [len(a), len(b)]
+        rows[name] = row
+        print(f"M {name}: {json.dumps(row)}", flush=True)
+        return row
+
+    for name, arena in ARENAS.items():
+        run(name, {"arena": arena})
+    shared = {k: v for k, v in rows.items() if "pool_mib" in v and ARENAS.get(k) is not None}
+    best = min(shared, key=lambda k: shared[k]["pool_mib"]) if shared else "per session (shipped)"
+    for name, spec in BUCKET_SETS.items():
+        run(f"{best}; {name}", {"arena": ARENAS[best], **spec})
+    run(f"{best}; cudnn_conv_use_max_workspace 0", {"arena": ARENAS[best],
+                                                    "cuda": {"cudnn_conv_use_max_workspace": "0"}})
+    return {"rows": rows, "best_arena": best, "arena_cfg": ARENAS[best]}
+
+
+ORDERS: dict[str, dict[str, Any]] = {  # part O: the warm-up order (engine largest_first) x the arena
+    "per session, smallest first (before)": {"arena": None, "largest_first": False},
+    "per session, largest first": {"arena": None},
+    "shared, largest first": {"arena": {}},
+    "shared kSameAsRequested, largest first": {"arena": {"arena_extend_strategy": 1}},
+}
+
+
+def orders(base: dict[str, Any], stem: Path, config_out: Path) -> dict[str, Any]:
+    """Part O: the warm-up order (largest shapes first, stage 2 first: the engine's ``largest_first``) against
+    the order before, with each stage's own arena and with one shared arena, at the shipped buckets and options,
+    each in a process of its own, with NVML after each pass. Writes the config of the row that took least
+    memory without costing replay time (batch 1 and 16 p50 within 3% / 5% of the first row's) to
+    ``config_out`` (JSON, which is YAML) for ``gpu_table.py measure --config``."""
+    shipped = load_shipped()
+    rows: dict[str, Any] = {}
+    ref = f"{stem}-0.npy"
+    for name, spec in ORDERS.items():
+        audio = f"{stem}-{len(rows)}.npy"
+        row = spawn({**base, **shipped, "batches": [1, 4, 8, 16], "phases": True, "audio_out": audio, **spec}, 200)
+        if "error" not in row and Path(ref).exists() and audio != ref:
+            a, b = np.load(ref), np.load(audio)
+            n = min(len(a), len(b))
+            row["rel_l2_vs_first"] = float(np.linalg.norm(b[:n] - a[:n]) / np.linalg.norm(a[:n]))
+        rows[name] = row
+        print(f"O {name}: {json.dumps(row)}", flush=True)
+    first = rows[next(iter(ORDERS))]
+    fits = {k: v for k, v in list(rows.items())[1:] if "pool_mib" in v and "b1_p50" in first
+            and v["b1_p50"] <= 1.03 * first["b1_p50"] and v["b16_p50"] <= 1.05 * first["b16_p50"]}
+    pick = min(fits, key=lambda k: fits[k]["pool_mib"]) if fits else None
+    arena = ORDERS[pick]["arena"] if pick else None
+    config = {"engine": {"shared_arena": arena is not None, "cuda_arena": arena or {}}}
+    config_out.write_text(json.dumps(config))
+    print(f"O chosen: {pick}; config {json.dumps(config)}", flush=True)
+    return {"rows": rows, "chosen": pick, "config": config}
 
 
 def precisions(base: dict[str, Any], stem: Path, rounds: int) -> dict[str, Any]:
@@ -199,7 +326,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--budget-mib", type=float, default=1430, help="engine, CUDA context apart (issue 13: 1.5 GB)")
     parser.add_argument("--out", default="gpu_variants.json", help="the report; part B adds to part A's")
-    parser.add_argument("--part", choices=("K", "A", "B", "P", "all"), default="all")
+    parser.add_argument("--part", choices=("K", "A", "B", "P", "M", "O", "all"), default="all")
+    parser.add_argument("--deadline-s", type=float, default=520, help="part M: start no variant after this long")
     parser.add_argument("--rounds", type=int, default=1, help="part P: fp32/fp16 rounds, alternating")
     parser.add_argument("--cuda", default="{}", help="part B: provider options (JSON) over the shipped ones; "
                         "default: part A's choice")
@@ -221,6 +349,14 @@ def main() -> None:
         {"date": time.strftime("%Y-%m-%d %H:%M"), "A": {}, "B": {}}
     if args.part == "P":
         report["P"] = precisions(base, Path(tempfile.mkdtemp()) / "precision", args.rounds)
+        out.write_text(json.dumps(report, indent=1))
+        return
+    if args.part == "O":
+        report["O"] = orders(base, Path(tempfile.mkdtemp()) / "order", Path(args.config_out))
+        out.write_text(json.dumps(report, indent=1))
+        return
+    if args.part == "M":
+        report["M"] = memory(base, Path(tempfile.mkdtemp()) / "memory", args.deadline_s)
         out.write_text(json.dumps(report, indent=1))
         return
     if args.part == "K":

@@ -113,6 +113,8 @@ class EngineSettings:
     buckets: BucketSettings
     windows: WindowSettings
     cuda_provider_options: dict[str, str]
+    shared_arena: bool
+    cuda_arena: dict[str, int]
 
     @property
     def engine_path(self) -> Path:
@@ -190,7 +192,11 @@ class ConfigError(ValueError):
 BACKENDS = ("auto", "onnxruntime", "onnxruntime-cuda", "tensorrt", "tensorrt-rtx", "triton")
 
 
-OPEN_MAPPINGS = ("engine.cuda_provider_options.",)
+ARENA_KEYS = ("max_mem", "arena_extend_strategy", "initial_chunk_size_bytes", "max_dead_bytes_per_chunk",
+              "initial_growth_chunk_size_bytes", "max_power_of_two_extend_bytes")
+"""ONNX Runtime's ``OrtArenaCfg`` keys, the ones ``engine.cuda_arena`` may set."""
+
+OPEN_MAPPINGS = ("engine.cuda_provider_options.", "engine.cuda_arena.")
 """Mappings whose keys are another library's names (ONNX Runtime's provider options): a user may add any of
 them; the defaults are merged under, and the library itself refuses a name it does not know."""
 
@@ -269,6 +275,10 @@ def validate(settings: Settings) -> None:
         raise ConfigError("assets.source must be registry or hub")
     if not 1 <= settings.engine.max_tokens <= 510:
         raise ConfigError("engine.max_tokens must be between 1 and 510")
+    unknown = sorted(set(settings.engine.cuda_arena) - set(ARENA_KEYS))
+    if unknown:
+        raise ConfigError(f"engine.cuda_arena: {', '.join(unknown)} not among ONNX Runtime's arena keys "
+                          f"({', '.join(ARENA_KEYS)})")
     for name in ("rows", "tokens", "frames"):
         if any(step < 1 for step in getattr(settings.engine.buckets, name)):
             raise ConfigError(f"engine.buckets.{name} must be positive")

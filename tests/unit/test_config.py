@@ -91,3 +91,20 @@ def test_the_cli_offers_both_precisions(command: str) -> None:
     assert parser.parse_args([command, "--precision", "fp16"]).precision == "fp16"
     with pytest.raises(SystemExit):
         parser.parse_args([command, "--precision", "int8"])
+
+
+def test_both_gpu_stages_share_one_arena_by_default() -> None:
+    """One ONNX Runtime arena for both stages took 3402 MiB against 4558 for one each, at the same replay times
+    (H200, 2026-12-01, docs/BENCHMARKS.md fifth pass); the arena keeps ONNX Runtime's own settings."""
+    engine = load_settings().engine
+    assert engine.shared_arena is True
+    assert engine.cuda_arena == {}
+
+
+def test_an_arena_setting_is_one_of_onnx_runtimes_arena_keys(tmp_path: Path) -> None:
+    settings = load_settings(_user_file(tmp_path, "engine:\n  cuda_arena:\n    arena_extend_strategy: 1\n"))
+    assert settings.engine.cuda_arena == {"arena_extend_strategy": 1}
+    with pytest.raises(ConfigError, match=re.escape("engine.cuda_arena: arena_extend not among ONNX Runtime's")):
+        load_settings(_user_file(tmp_path, "engine:\n  cuda_arena:\n    arena_extend: 1\n"))
+    with pytest.raises(ConfigError, match=re.escape("setting engine.cuda_arena[...]")):
+        load_settings(_user_file(tmp_path, "engine:\n  cuda_arena:\n    max_mem: lots\n"))

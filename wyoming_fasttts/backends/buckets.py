@@ -13,9 +13,11 @@ rows (to reach a bucket's row count) repeat the first row and are dropped afterw
 Derived (``for_limits`` without chosen steps, as TensorRT uses them): rows are powers of two up to
 ``max_batch``; tokens (pads included) powers of four (32, 128, 512); frames in steps of about sqrt(2). ONNX
 Runtime CUDA takes ``engine.buckets`` (shipped: rows 1, 4, 8, 16; tokens 32, 64, 128, 512; frames 64 ... 1024).
-Every shape costs start-up time (ONNX Runtime CUDA plans each new shape, then captures it) and ~12 MiB of
-device memory on an H200, beside ONNX Runtime's arena, which holds what the largest stage-2 call
-(``batch_frames``) needs and grows in powers of two (4.5 GiB in all at the shipped buckets). A token bucket
+Every shape costs start-up time (ONNX Runtime CUDA plans each new shape, then captures it) and device
+memory: ONNX Runtime's arena, which never hands memory back, grows with each new shape's first run (the
+capture itself added nothing measurable on an H200). 3.4 GiB in all at the shipped buckets with one arena
+for both stages, largest shapes first; 2.6 GiB at 27 shapes, batch 1 13% and batches of 4-16 1.2-2x slower (2026-12-01,
+docs/BENCHMARKS.md, fifth pass). A token bucket
 far above the sentence costs stage-1 time (its LSTMs step through every slot): the 64 bucket took the
 benchmark sentence from 26.8 to 22-24 ms (2026-12-01, docs/BENCHMARKS.md). These steps are the trade.
 """

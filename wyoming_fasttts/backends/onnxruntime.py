@@ -334,7 +334,8 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
                                          frames=chosen.frames)
             return GraphOnnxRuntimeEngine(batched.stage1, batched.stage2, buckets=buckets,
                                           providers=common["providers"], options=common["options"],
-                                          tail_frames=eng.tail_frames, name=backend, device_id=eng.device_id)
+                                          tail_frames=eng.tail_frames, name=backend, device_id=eng.device_id,
+                                          arena=dict(eng.cuda_arena) if eng.shared_arena else None)
         if batched is not None:
             return BatchedOnnxRuntimeEngine(batched.stage1, batched.stage2,
                                             max_batch=settings.scheduler.max_batch, **common)

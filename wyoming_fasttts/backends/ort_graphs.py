@@ -19,9 +19,11 @@ every input and output sits at the same device address on every replay and no no
   computed from a shape needed a host copy, which made ONNX Runtime refuse capture (measured on an H200).
 
 Measured there (2026-12-01, docs/BENCHMARKS.md): the benchmark sentence in 26.8 ms (std 0.13 ms) against
-62.2 ms (std 11 ms) for the same engine without graphs; 22.1 ms at the shipped buckets. Device memory is
-mostly the arena for the largest stage-2 call (``engine.batch_frames``) plus ~12 MiB per shape (4.5 GiB at
-the shipped buckets); ``memory`` reports what the engine took by the end of warm-up.
+62.2 ms (std 11 ms) for the same engine without graphs; 17 ms at the shipped buckets. Device memory is
+ONNX Runtime's arena as the plain warm-up runs leave it (capturing the graphs added nothing measurable):
+it grows with the number of shapes and the order they first run in, so both stages share one arena
+(``engine.shared_arena``) and the largest shapes warm up first, 3.4 GiB at the shipped buckets instead of
+4.5 (fifth pass); ``memory`` reports what the engine took by the end of warm-up.
 
 Where a stage cannot be captured (ONNX Runtime refuses at session creation when a node would need a host
 copy, or a capture fails), that stage runs the same bucketed, bound shapes without a graph, and the reason
@@ -33,7 +35,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -139,8 +141,13 @@ class GraphOnnxRuntimeEngine:
 
     def __init__(self, stage1: Path, stage2: Path, *, buckets: Buckets, providers: list[Any],
                  options: ort.SessionOptions, tail_frames: int, name: str = "onnxruntime-cuda",
-                 graphs: bool = True, device_id: int = 0) -> None:
+                 graphs: bool = True, device_id: int = 0, arena: Mapping[str, int] | None = None,
+                 largest_first: bool = True) -> None:
+        """``arena``: None, each session its own device arena (ONNX Runtime's default); a mapping, one arena
+        for both sessions with these ``OrtArenaCfg`` keys ({} = ONNX Runtime's defaults), see ``shared_arena``.
+        ``largest_first``: the warm-up order (``warmup``); off, the order before: stage 1 then 2, smallest first."""
         self.name, self.buckets, self.tail_frames = name, buckets, tail_frames
+        self.largest_first = largest_first
         self.max_batch = buckets.rows[-1]
         cuda = any((p[0] if isinstance(p, tuple) else p) == "CUDAExecutionProvider" for p in providers)
         self.device = f"cuda:{device_id}" if cuda else "cpu"
@@ -149,6 +156,10 @@ class GraphOnnxRuntimeEngine:
         self._device_id = device_id
         self._used_before = _device_used(device_id) if cuda else None
         self.pool_bytes: int | None = None
+        self.arena = "shared" if cuda and arena is not None else "per session"
+        if self.arena == "shared":
+            shared_arena(device_id, arena or {})
+            options.add_session_config_entry("session.use_env_allocators", "1")
         model2 = onnx.load(str(stage2))
         if cuda:
             _LOGGER.info("stage 2 for the CUDA provider: %d Atan rewritten, %d shape-derived Clip bounds on the GPU",
@@ -205,15 +216,34 @@ class GraphOnnxRuntimeEngine:
         view: np.ndarray = self._buf[name].numpy()[: int(np.prod(shape))].reshape(shape)
         return view
 
+    def warm_stages(self) -> tuple[_Stage, _Stage]:
+        return (self.stage2, self.stage1) if self.largest_first else (self.stage1, self.stage2)
+
+    def warm_shapes(self, stage: _Stage) -> list[tuple[int, ...]]:
+        """``stage``'s shapes in warm-up order: the largest first (rows x frames, then tokens, for stage 2)."""
+        shapes: list[tuple[int, ...]] = list(self.shapes1 if stage is self.stage1 else self.shapes2)
+        if not self.largest_first:
+            return shapes
+        return sorted(shapes, key=lambda s: (int(np.prod(s[:1] + s[2:])), s[1]), reverse=True)
+
     def warmup(self) -> None:
-        """Every bucket shape twice (ONNX Runtime captures a shape's graph on its second run)."""
+        """Every bucket shape twice (ONNX Runtime captures a shape's graph on its second run), stage 2 first
+        and the largest shapes first (``largest_first``).
+
+        The order sets how much device memory the arenas end up holding. ONNX Runtime's arena never hands
+        memory back and cannot join its regions: grown shape by shape from the smallest, each larger run finds
+        its tensors no room in the regions the smaller ones left and adds another. Started with the largest
+        run, the regions are as large as the largest run needs, and every smaller run fits in them; stage 2
+        first, so that with one arena for both stages (``shared_arena``) stage 1 fits in stage 2's regions."""
         start = time.perf_counter()
         with self._lock:
             self._put("style", np.full(self._host["style"].size, 0.1, np.float32))
             self._put("speed", np.ones(self._host["speed"].size, np.float32))
             self._put("tokens", np.full(self._host["tokens"].size, 16, np.int64))
+            for name in ("d", "t_en"):  # what stage 2 reads when it warms up before stage 1 has run
+                self._put(name, np.zeros(self._host[name].size, np.float32))
             for capture in (False, True):
-                for stage in (self.stage1, self.stage2):
+                for stage in self.warm_stages():
                     try:
                         self._warm(stage)
                     except Exception as err:  # a kernel that cannot be captured: run this stage uncaptured
@@ -234,11 +264,11 @@ class GraphOnnxRuntimeEngine:
     def _warm(self, stage: _Stage) -> None:
         """One run of every shape of ``stage`` (its first replays it, the next captures with graphs on)."""
         if stage is self.stage1:
-            for b, t in self.shapes1:
+            for b, t in self.warm_shapes(stage):
                 self._put("lengths", np.full(b, t, np.int64))
                 stage.run((b, t))
             return
-        for b, t, f in self.shapes2:
+        for b, t, f in self.warm_shapes(stage):
             aligned = np.zeros((b, t, f), np.float32)
             aligned[:, np.arange(t), np.arange(t) * f // t] = 1.0
             self._alignment[(b, t, f)].update_inplace(aligned)
@@ -294,6 +324,7 @@ class GraphOnnxRuntimeEngine:
                             workspace_bytes=self.pool_bytes,
                             extra={"bucket_shapes": float(len(self.shapes1) + len(self.shapes2)),
                                    "cuda_graph_stages": float(self.stage1.graphs + self.stage2.graphs),
+                                   "shared_arena": float(self.arena == "shared"),
                                    "io_buffer_bytes": float(self.buffer_bytes), "warmup_s": self.warmup_s})
 
     def close(self) -> None:
@@ -302,6 +333,33 @@ class GraphOnnxRuntimeEngine:
             self.stage2.bindings.clear()
             self._buf.clear()
             self._alignment.clear()
+
+
+_SHARED: dict[int, dict[str, int]] = {}
+
+
+def shared_arena(device_id: int, config: Mapping[str, int]) -> None:
+    """One CUDA arena for every session of this process that sets ``session.use_env_allocators``, registered
+    with ONNX Runtime's environment once per device (a second engine in the process must ask for the same).
+
+    Each session otherwise grows an arena of its own: stage 1's and stage 2's then add up, although their runs
+    never overlap (the engine runs one stage at a time and each run ends synchronised). Captured graphs point
+    into the arena, which never hands memory back, so replays stay valid; graphs of both stages share its
+    chunks the way graphs of one stage already do. ``config``: ``OrtArenaCfg`` keys (``max_mem``,
+    ``arena_extend_strategy`` 0 = next power of two, 1 = same as requested, ``initial_chunk_size_bytes``,
+    ``max_dead_bytes_per_chunk``, ``initial_growth_chunk_size_bytes``, ``max_power_of_two_extend_bytes``).
+    """
+    wanted = {k: int(v) for k, v in config.items()}
+    if device_id in _SHARED:
+        if _SHARED[device_id] != wanted:
+            raise EngineError(f"a shared CUDA arena for device {device_id} is already registered with "
+                              f"{_SHARED[device_id]}, not {wanted}")
+        return
+    info = ort.OrtMemoryInfo("Cuda", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, device_id, ort.OrtMemType.DEFAULT)
+    ort.create_and_register_allocator_v2("CUDAExecutionProvider", info, {"device_id": str(device_id)},
+                                         ort.OrtArenaCfg(wanted))
+    _SHARED[device_id] = wanted
+    _LOGGER.info("one CUDA arena for both stages on device %d: %s", device_id, wanted or "ONNX Runtime's defaults")
 
 
 def _device_used(device_id: int) -> int | None:
