@@ -224,11 +224,7 @@ def memory(base: dict[str, Any], stem: Path, deadline_s: float) -> dict[str, Any
             return rows[name]
         audio = f"{stem}-{len(rows)}.npy"
         row = spawn({**base, **shipped, "batches": [1, 4, 8, 16], "phases": True, "audio_out": audio, **spec}, 200)
-        if "error" not in row and Path(ref).exists() and audio != ref:
-            a, b = np.load(ref), np.load(audio)
-            n = min(len(a), len(b))
-            row["rel_l2_vs_first"] = float(np.linalg.norm(b[:n] - a[:n]) / np.linalg.norm(a[:n]))
-            row["samples"] = [len(a), len(b)]
+        _against_first(row, ref, audio)
         rows[name] = row
         print(f"M {name}: {json.dumps(row)}", flush=True)
         return row
@@ -242,6 +238,15 @@ def memory(base: dict[str, Any], stem: Path, deadline_s: float) -> dict[str, Any
     run(f"{best}; cudnn_conv_use_max_workspace 0", {"arena": ARENAS[best],
                                                     "cuda": {"cudnn_conv_use_max_workspace": "0"}})
     return {"rows": rows, "best_arena": best, "arena_cfg": ARENAS[best]}
+
+
+def _against_first(row: dict[str, Any], ref: str, audio: str) -> None:
+    """The row's audio against the first row's (the same sentence): relative L2 distance, and both lengths."""
+    if "error" not in row and Path(ref).exists() and audio != ref:
+        a, b = np.load(ref), np.load(audio)
+        n = min(len(a), len(b))
+        row["rel_l2_vs_first"] = float(np.linalg.norm(b[:n] - a[:n]) / np.linalg.norm(a[:n]))
+        row["samples"] = [len(a), len(b)]
 
 
 ORDERS: dict[str, dict[str, Any]] = {  # part O: the warm-up order (engine largest_first) x the arena
@@ -264,10 +269,7 @@ def orders(base: dict[str, Any], stem: Path, config_out: Path) -> dict[str, Any]
     for name, spec in ORDERS.items():
         audio = f"{stem}-{len(rows)}.npy"
         row = spawn({**base, **shipped, "batches": [1, 4, 8, 16], "phases": True, "audio_out": audio, **spec}, 200)
-        if "error" not in row and Path(ref).exists() and audio != ref:
-            a, b = np.load(ref), np.load(audio)
-            n = min(len(a), len(b))
-            row["rel_l2_vs_first"] = float(np.linalg.norm(b[:n] - a[:n]) / np.linalg.norm(a[:n]))
+        _against_first(row, ref, audio)
         rows[name] = row
         print(f"O {name}: {json.dumps(row)}", flush=True)
     first = rows[next(iter(ORDERS))]

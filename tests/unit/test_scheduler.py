@@ -326,6 +326,20 @@ class StreamingGatedEngine(GatedEngine):
             self.stopped.set()
 
 
+async def _first_part(scheduler: Scheduler, parts: list[np.ndarray]
+                      ) -> tuple[asyncio.Task[np.ndarray], Callable[[np.ndarray], None]]:
+    """A 30-id sentence sent with an ``on_part`` that keeps its parts, once the first has come; and that on_part."""
+    got = asyncio.Event()
+
+    def on_part(part: np.ndarray) -> None:
+        parts.append(part)
+        got.set()
+
+    task = asyncio.create_task(scheduler.synthesize(_item(30), on_part=on_part))
+    await asyncio.wait_for(got.wait(), 10)
+    return task, on_part
+
+
 def test_a_sentence_alone_streams_its_parts_and_one_with_company_comes_whole() -> None:
     engine = StreamingGatedEngine()
     scheduler = Scheduler(engine, _settings())
@@ -333,15 +347,8 @@ def test_a_sentence_alone_streams_its_parts_and_one_with_company_comes_whole() -
     parts: list[np.ndarray] = []
 
     async def body() -> None:
-        got = asyncio.Event()
-
-        def on_part(part: np.ndarray) -> None:
-            parts.append(part)
-            got.set()
-
-        first = asyncio.create_task(scheduler.synthesize(_item(30), on_part=on_part))
-        await asyncio.wait_for(got.wait(), 10)  # before the gate opens: the rest is still rendering
-        assert len(parts) == 1
+        first, on_part = await _first_part(scheduler, parts)
+        assert len(parts) == 1  # the gate is shut: the rest is still rendering
         behind = [asyncio.create_task(scheduler.synthesize(_item(n), on_part=on_part)) for n in (12, 9)]
         await _queued(scheduler, 2)
         engine.gate.set()
@@ -363,14 +370,7 @@ def test_a_client_that_goes_stops_the_rendering_of_its_parts() -> None:
     parts: list[np.ndarray] = []
 
     async def body() -> None:
-        got = asyncio.Event()
-
-        def on_part(part: np.ndarray) -> None:
-            parts.append(part)
-            got.set()
-
-        task = asyncio.create_task(scheduler.synthesize(_item(30), on_part=on_part))
-        await asyncio.wait_for(got.wait(), 10)
+        task, _on_part = await _first_part(scheduler, parts)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         engine.gate.set()
