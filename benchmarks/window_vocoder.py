@@ -3,13 +3,13 @@
 Issue 15's time to first audio: the CPU engine renders a sentence's decoder and generator in frame windows
 (``backends.windows``) after the prosody half has run once over the whole sentence, so the first window's
 audio plays while the rest renders. Per sentence and setting, with the int8 stage-2 halves the engine runs
-and a simulated clock at a fixed cost per frame (so window sizes do not depend on this machine's load):
-the parts' frames, the log-mel distance (``doctor.parity``: int8 vs float graphs differ by 2.3-2.8 dB, another
+(window sizes follow the settings alone, ``frame_ms`` among them, never a clock): the parts' frames, the log-mel
+distance (``doctor.parity``: int8 vs float graphs differ by 2.3-2.8 dB, another
 voice by 10-15) of the joined parts against the whole render over the speech (from the end of the start pad),
 of the first part alone, and of 200 ms around each seam; and the frames rendered against the sentence's
 frames (the windows' context is rendered twice).
 
-    python benchmarks/window_vocoder.py [--cost-ms 7] [--set "" left_frames=16 ...] [--out out/window-vocoder.json]
+    python benchmarks/window_vocoder.py [--set "" left_frames=16 ...] [--out out/window-vocoder.json]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ sys.path[:0] = [str(ROOT)]
 from wyoming_fasttts.assets import ensure_assets, load_vocab  # noqa: E402
 from wyoming_fasttts.backends.alignment import SAMPLES_PER_FRAME, alignment, frame_counts  # noqa: E402
 from wyoming_fasttts.backends.onnxruntime import Windowed, _Vocoder, pad_tokens, session_options  # noqa: E402
-from wyoming_fasttts.backends.windows import FrameCost, render_windows  # noqa: E402
+from wyoming_fasttts.backends.windows import render_windows  # noqa: E402
 from wyoming_fasttts.config import load_settings  # noqa: E402
 from wyoming_fasttts.doctor.parity import mel_distance_db  # noqa: E402
 from wyoming_fasttts.graphs.convert import ensure_graphs  # noqa: E402
@@ -49,7 +49,6 @@ SEAM = 4 * SAMPLES_PER_FRAME  # 100 ms each side of a seam
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cost-ms", type=float, default=7.0, help="simulated render cost per frame")
     parser.add_argument("--set", nargs="*", default=[""], help="settings to compare (first_frames=32,left_frames=16)")
     parser.add_argument("--out", default="out/window-vocoder.json")
     args = parser.parse_args()
@@ -77,16 +76,13 @@ def main() -> int:
             changes = {k: type(getattr(settings.engine.windows, k))(v)
                        for k, v in (item.split("=") for item in spec.split(",") if item)}
             cfg = dataclasses.replace(settings.engine.windows, **changes)
-            now = [0.0]
             rendered = [0]
 
-            def timed(lo: int, hi: int, now: list[float] = now, rendered: list[int] = rendered,
-                      span=span) -> np.ndarray:
-                now[0] += (hi - lo) * args.cost_ms / 1000
+            def counted(lo: int, hi: int, rendered: list[int] = rendered, span=span) -> np.ndarray:
                 rendered[0] += hi - lo
                 return span(lo, hi)
 
-            parts = list(render_windows(timed, frames, cfg, FrameCost(args.cost_ms / 1000), lambda now=now: now[0]))
+            parts = list(render_windows(counted, frames, cfg))
             joined, speech = np.concatenate(parts), int(frames[0]) * SAMPLES_PER_FRAME
             seams = np.cumsum([len(p) for p in parts])[:-1]
             row = {"setting": spec or "default", "text": text, "frames": int(frames.sum()),

@@ -88,6 +88,9 @@ class WindowSettings:
     left_frames: int
     right_frames: int
     fade_frames: int
+    frame_ms: float
+    """What rendering one frame is taken to cost when sizing the later windows (a setting, not a measurement, so
+    the same sentence always gives the same audio); the engine warns at start-up where it measures more."""
     margin: float
     """Share of the audio already handed over that the next window may take to render (the rest is slack)."""
 

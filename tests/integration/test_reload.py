@@ -54,6 +54,10 @@ def own_server(tmp_path_factory):
         "server": {"shutdown_grace_s": GRACE_S},
         "limits": {"reload_min_interval_s": 0},  # back-to-back reloads on purpose
         "watchdog": {"interval_s": 1.0, "backoff_s": 3600.0, "latency_drift_ratio": 100.0},
+        # Sentences whole: the audio under load is compared byte for byte with the audio before, and with frame
+        # windows a sentence's audio depends on whether it had the engine to itself (in windows) or company (whole),
+        # which is not what these tests measure. Windows across a reload: tests/hostile (SIGHUP mid-reply).
+        "engine": {"windows": {"first_frames": 0}},
     }))
     server = start_server(tmp, "--config", str(config))
     yield server

@@ -130,11 +130,10 @@ graphs' distance from the float ones; another voice is 9.8-15 dB away."""
 
 def test_stage2_halves_render_it_exactly_and_in_windows_closely(setup) -> None:
     from wyoming_fasttts.backends.onnxruntime import Windowed, _Vocoder
-    from wyoming_fasttts.backends.windows import FrameCost
 
     graphs, data, sessions = setup
     settings = load_settings().engine.windows
-    windowed = Windowed(graphs.path("int8", "prosody"), graphs.path("int8", "render"), settings, FrameCost(0.007))
+    windowed = Windowed(graphs.path("int8", "prosody"), graphs.path("int8", "render"), settings)
     options = ort.SessionOptions()
     options.intra_op_num_threads = 2
     vocoder = _Vocoder(windowed.prosody, windowed.render, options, ["CPUExecutionProvider"], windowed)

@@ -15,8 +15,9 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,7 @@ from ..assets import ModelAssets
 from ..config import Settings, WindowSettings
 from .alignment import SAMPLES_PER_FRAME, alignment, frame_counts
 from .batching import stage1_feeds, stage2_feeds, unpad_audio
-from .windows import FrameCost, Render, render_windows
+from .windows import Render, render_windows, slow_machine
 
 if TYPE_CHECKING:
     from ..graphs.batched import BatchedGraphs
@@ -116,8 +117,6 @@ class Windowed:
     prosody: Path
     render: Path
     settings: WindowSettings
-    cost: FrameCost = field(default_factory=FrameCost)
-    """Shared by every session pair of an engine: concurrent sentences slow each other down."""
 
 
 class _Vocoder:
@@ -144,7 +143,19 @@ class _Vocoder:
         if self._windows is None:
             yield self.whole(feeds, options)
             return
-        yield from render_windows(self._halves(feeds, options), frames, self._windows.settings, self._windows.cost)
+        yield from render_windows(self._halves(feeds, options), frames, self._windows.settings)
+
+    def check_speed(self, feeds: dict[str, np.ndarray], options: ort.RunOptions) -> None:
+        """Warn where this machine renders a frame slower than the windows are sized for (a rendered window
+        of the warm-up sentence, after one run has warmed the sessions)."""
+        if self._windows is None:
+            return
+        span = self._halves(feeds, options)
+        frames = min(64, feeds["alignment"].shape[2])  # about a first window
+        started = time.perf_counter()
+        span(0, frames)
+        if problem := slow_machine(self._windows.settings, frames, time.perf_counter() - started):
+            _LOGGER.warning("%s", problem)
 
     def _halves(self, feeds: dict[str, np.ndarray], options: ort.RunOptions) -> Render:
         """The prosody run once; a function rendering any span of the sentence's frames from it."""
@@ -217,6 +228,8 @@ class OnnxRuntimeEngine:
         # a minute of the batched fp32 stage 2 on a busy 2-core CPU before the server could open its port.
         item = SynthesisItem(ids=np.full(8, 16, np.int64), style=np.zeros(256, np.float32))
         self.run([item])
+        feeds, _frames = self._stage1_run(self._stage1, item)
+        self._stage2.check_speed(feeds, self._run_options)
 
     def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
         return [self.synthesize(item)[0] for item in items]

@@ -10,14 +10,16 @@ halves give stage 2's output exactly; a window differs from that by about as muc
 from the float ones (docs/BENCHMARKS.md, "stage 2 in frame windows").
 
 The first window is small: its audio is what the listener waits for. Each later one is as large as can be
-rendered, at the cost per frame measured on this machine just now, before the audio already handed over has
-played out, so a window is never late for its listener; what is left once it fits is rendered in one piece.
+rendered, at ``frame_ms`` a frame, before the audio already handed over has played out, so a window is never late
+for its listener; what is left once it fits is rendered in one piece. The plan depends on the frames and the
+settings alone, never on a clock: the same sentence rendered in windows always gives the same audio (tests, caches
+and the reference comparison rely on that), so ``frame_ms`` is a setting, checked against the machine at start-up
+(``slow_machine``). A sentence the scheduler renders whole (it had company) differs from its windowed audio by the
+seams, as the tables in docs/BENCHMARKS.md measure.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -28,37 +30,11 @@ from .alignment import SAMPLES_PER_FRAME
 FRAME_SECONDS = SAMPLES_PER_FRAME / 24000
 
 
-class FrameCost:
-    """Seconds stage 2 takes per rendered frame here, now: a moving average over recent windows.
-
-    Shared by an engine's threads (concurrent sentences slow each other down, and the next window's size
-    should know it); a float updated under a lock.
-    """
-
-    def __init__(self, seconds_per_frame: float = 0.01, weight: float = 0.3) -> None:
-        self._per_frame = seconds_per_frame
-        self._weight = weight
-        self._lock = threading.Lock()
-
-    @property
-    def per_frame(self) -> float:
-        return self._per_frame
-
-    def observe(self, frames: int, seconds: float) -> None:
-        if frames > 0:
-            with self._lock:
-                self._per_frame += self._weight * (seconds / frames - self._per_frame)
-
-    def frames_within(self, seconds: float) -> int:
-        return int(seconds / self._per_frame) if seconds > 0 else 0
-
-
 Render = Callable[[int, int], np.ndarray]
 """``render(lo, hi)``: the decoder and generator over frames [lo, hi) of the sentence, 600 samples a frame."""
 
 
-def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings, cost: FrameCost,
-                   clock: Callable[[], float] = time.monotonic) -> Iterator[np.ndarray]:
+def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings) -> Iterator[np.ndarray]:
     """A sentence's audio in consecutive parts, from frames per token (stage 1's, as the alignment has them).
 
     The parts joined are as long as the sentence's audio. The first window starts at frame 0, start pad and
@@ -70,21 +46,19 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings,
     speech = int(frames[0])  # the start pad's frames: the first token's speech starts here
     first_end = speech + settings.first_frames
     if settings.first_frames <= 0 or total - first_end < settings.first_frames:
-        t0 = clock()
-        audio = render(0, total)
-        cost.observe(total, clock() - t0)
-        yield audio
+        yield render(0, total)
         return
     s, e = 0, first_end
     fade = min(settings.fade_frames, settings.right_frames) * SAMPLES_PER_FRAME
     held: np.ndarray | None = None
-    handed_over: float | None = None
+    per_frame = settings.frame_ms / 1000
+    busy = 0.0  # seconds of rendering since the first part was handed over
     while True:
         lo = max(0, s - settings.left_frames)
         hi = total if e >= total else min(total, e + settings.right_frames)
-        t0 = clock()
         audio = render(lo, hi)
-        cost.observe(hi - lo, clock() - t0)
+        if s:
+            busy += (hi - lo) * per_frame
         part = audio[(s - lo) * SAMPLES_PER_FRAME:]
         if held is not None:
             part = part.copy()
@@ -95,12 +69,9 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings,
             return
         cut = (e - s) * SAMPLES_PER_FRAME
         held = part[cut:cut + fade].copy()
-        if handed_over is None:
-            handed_over = clock()
         yield part[:cut]
         # The next window must be rendered before the listener has heard everything up to ``e``.
-        deadline = handed_over + (e - speech) * FRAME_SECONDS * settings.margin
-        budget = cost.frames_within(deadline - clock())
+        budget = int(((e - speech) * FRAME_SECONDS * settings.margin - busy) / per_frame)
         rest = total - e
         if rest + settings.left_frames <= budget:
             nxt = total
@@ -109,3 +80,13 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings,
             if total - nxt < settings.first_frames:
                 nxt = total
         s, e = e, nxt
+
+
+def slow_machine(settings: WindowSettings, frames: int, seconds: float) -> str | None:
+    """Why the windows may come late here (a warning for the log), or None: ``frames`` took ``seconds`` to render."""
+    measured = 1000 * seconds / max(1, frames)
+    if settings.first_frames > 0 and measured > settings.frame_ms:
+        return (f"stage 2 took {measured:.1f} ms a frame here, more than engine.windows.frame_ms "
+                f"({settings.frame_ms}): a sentence's later windows may come after its first has played (a gap); "
+                f"set frame_ms to {measured * 1.2:.0f}, or first_frames to 0 to render sentences whole")
+    return None
