@@ -279,22 +279,29 @@ class Scheduler:
                 _LOGGER.exception("engine %s failed on a batch of %d", engine.name, len(batch))
             if self._observer:
                 self._observer.batch_failed(engine.name, len(batch), err)
+            self._mark_end(batch)
             for job in batch:
                 job.loop.call_soon_threadsafe(_fail, job.future, err)
         else:
             seconds = time.perf_counter() - started
             if self._observer:
                 self._observer.batch_done(engine.name, len(batch), seconds, rendered / SAMPLE_RATE)
+            self._mark_end(batch)
             for job, samples in zip(batch, audio, strict=True):
                 job.loop.call_soon_threadsafe(_resolve, job.future, samples)
         finally:
             with self._cond:
                 lease.in_flight -= 1
                 close = lease.retired and lease.in_flight == 0
-                self._last_end, self._expected = time.monotonic(), len(batch) + len(self._queue)
             if close:
                 _LOGGER.info("closing replaced engine %s", engine.name)
                 lease.close()
+
+    def _mark_end(self, batch: list[_Job]) -> None:
+        """The batch has ended: from now its clients' next sentences come back. Marked before its results go out,
+        so no client can be back (and counted twice, as queued and as the batch's) before it is counted."""
+        with self._cond:
+            self._last_end, self._expected = time.monotonic(), len(batch) + len(self._queue)
 
     @staticmethod
     def _stream(engine: StreamingEngine, job: _Job) -> int:
