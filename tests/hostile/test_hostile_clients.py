@@ -71,6 +71,10 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
         "limits": LIMITS,
         # no automatic reloads: only what a test asks for
         "watchdog": {"interval_s": 1.0, "backoff_s": 3600.0, "latency_drift_ratio": 100.0},
+        # Sentences whole: each test ends by comparing a request's audio byte for byte with the reference, and with
+        # frame windows a sentence's audio depends on whether a gone client's sentence was still in the engine
+        # (company: whole) or not (alone: in windows). Stopping a gone client's windows: tests/unit/test_scheduler.py.
+        "engine": {"windows": {"first_frames": 0}},
     }))
     server = start_server(tmp, "--config", str(config))
     host, port = server.uri.removeprefix("tcp://").split(":")

@@ -145,6 +145,10 @@ class _Vocoder:
             return
         yield from render_windows(self._halves(feeds, options), frames, self._windows.settings)
 
+    @property
+    def windowed(self) -> bool:
+        return self._windows is not None
+
     def check_speed(self, feeds: dict[str, np.ndarray], options: ort.RunOptions) -> None:
         """Warn where this machine renders a frame slower than the windows are sized for (a rendered window
         of the warm-up sentence, after one run has warmed the sessions)."""
@@ -228,8 +232,9 @@ class OnnxRuntimeEngine:
         # a minute of the batched fp32 stage 2 on a busy 2-core CPU before the server could open its port.
         item = SynthesisItem(ids=np.full(8, 16, np.int64), style=np.zeros(256, np.float32))
         self.run([item])
-        feeds, _frames = self._stage1_run(self._stage1, item)
-        self._stage2.check_speed(feeds, self._run_options)
+        if self._stage2.windowed:
+            feeds, _frames = self._stage1_run(self._stage1, item)
+            self._stage2.check_speed(feeds, self._run_options)
 
     def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
         return [self.synthesize(item)[0] for item in items]
