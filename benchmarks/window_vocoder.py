@@ -59,7 +59,7 @@ def main() -> int:
     options = session_options(2)
     stage1 = ort.InferenceSession(str(graphs.path("int8", "stage1")), options)
     halves = Windowed(graphs.path("int8", "prosody"), graphs.path("int8", "render"), settings.engine.windows)
-    vocoder = _Vocoder(halves.prosody, halves.render, options, ["CPUExecutionProvider"], halves)
+    vocoder = _Vocoder(graphs.path("int8", "stage2"), options, ["CPUExecutionProvider"], halves)
     rows = []
     print("| setting | sentence (frames) | parts (frames) | rendered / frames | whole dB | first part dB | seams dB |")
     print("|---|---|---|---|---|---|---|")

@@ -267,10 +267,11 @@ class Scheduler:
             # In parts only while it has the engine to itself: windows render their context twice (~30-50% more
             # work for the sentence), which pays for a listener waiting alone, not for clients queued behind it.
             alone = lease.in_flight == 1 and not self._queue
-        streamed = alone and len(batch) == 1 and batch[0].on_part is not None and isinstance(engine, StreamingEngine)
+        streaming = engine if isinstance(engine, StreamingEngine) and alone and len(batch) == 1 \
+            and batch[0].on_part is not None else None
         try:
-            if streamed and isinstance(engine, StreamingEngine):  # the parts go to the client; what is left: nothing
-                rendered, audio = self._stream(engine, batch[0]), [np.zeros(0, np.float32)]
+            if streaming is not None:  # the parts go to the client; what is left: nothing
+                rendered, audio = self._stream(streaming, batch[0]), [np.zeros(0, np.float32)]
             else:
                 audio = engine.run([job.item for job in batch])
                 rendered = sum(map(len, audio))

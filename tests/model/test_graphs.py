@@ -136,7 +136,7 @@ def test_stage2_halves_render_it_exactly_and_in_windows_closely(setup) -> None:
     windowed = Windowed(graphs.path("int8", "prosody"), graphs.path("int8", "render"), settings)
     options = ort.SessionOptions()
     options.intra_op_num_threads = 2
-    vocoder = _Vocoder(windowed.prosody, windowed.render, options, ["CPUExecutionProvider"], windowed)
+    vocoder = _Vocoder(graphs.path("int8", "stage2"), options, ["CPUExecutionProvider"], windowed)
     run_options = ort.RunOptions()
     text = "洗衣机已经完成了本次的洗涤程序，请及时晾晒衣物以免产生异味。"  # long enough for several windows
     durations, d, t_en = sessions["int8-stage1"].run(None, _inputs(text, data))

@@ -122,10 +122,13 @@ class Windowed:
 class _Vocoder:
     """Stage 2 of one session pair: one graph, or the prosody and render halves rendered in windows."""
 
-    def __init__(self, stage2: Path, render: Path | None, options: ort.SessionOptions, providers: list[Any],
+    def __init__(self, stage2: Path, options: ort.SessionOptions, providers: list[Any],
                  windows: Windowed | None = None) -> None:
-        self._first = ort.InferenceSession(str(stage2), options, providers=providers)
-        self._render = ort.InferenceSession(str(render), options, providers=providers) if render else None
+        """``stage2`` alone, or with ``windows`` its two halves instead (``stage2`` is then not loaded)."""
+        first = windows.prosody if windows is not None else stage2
+        self._first = ort.InferenceSession(str(first), options, providers=providers)
+        self._render = (ort.InferenceSession(str(windows.render), options, providers=providers)
+                        if windows is not None else None)
         self._windows = windows
 
     @property
@@ -149,12 +152,12 @@ class _Vocoder:
     def windowed(self) -> bool:
         return self._windows is not None
 
-    def check_speed(self, feeds: dict[str, np.ndarray], options: ort.RunOptions) -> None:
-        """Warn where this machine renders a frame slower than the windows are sized for (a rendered window
-        of the warm-up sentence, after one run has warmed the sessions)."""
-        if self._windows is None:
-            return
+    def warm(self, feeds: dict[str, np.ndarray], options: ort.RunOptions) -> None:
+        """Run both halves once over all frames, then time a first window's worth of frames and warn where this
+        machine renders a frame slower than the windows are sized for."""
+        assert self._windows is not None
         span = self._halves(feeds, options)
+        span(0, feeds["alignment"].shape[2])
         frames = min(64, feeds["alignment"].shape[2])  # about a first window
         started = time.perf_counter()
         span(0, frames)
@@ -202,9 +205,8 @@ class OnnxRuntimeEngine:
         options = options or session_options(threads)
 
         def pair(opts: ort.SessionOptions) -> tuple[ort.InferenceSession, _Vocoder]:
-            vocoder = (_Vocoder(windows.prosody, windows.render, opts, providers, windows)
-                       if windows is not None else _Vocoder(stage2, None, opts, providers))
-            return ort.InferenceSession(str(stage1), opts, providers=providers), vocoder
+            first = ort.InferenceSession(str(stage1), opts, providers=providers)
+            return first, _Vocoder(stage2, opts, providers, windows)
 
         self._stage1, self._stage2 = pair(options)
         if self.device == "cuda" and self._stage1.get_providers()[0] != CUDA_PROVIDER:
@@ -231,10 +233,11 @@ class OnnxRuntimeEngine:
         # Short on purpose: 24 equal ids with a zero style make stage 1 predict ~950 frames (24 s of audio), over
         # a minute of the batched fp32 stage 2 on a busy 2-core CPU before the server could open its port.
         item = SynthesisItem(ids=np.full(8, 16, np.int64), style=np.zeros(256, np.float32))
-        self.run([item])
-        if self._stage2.windowed:
-            feeds, _frames = self._stage1_run(self._stage1, item)
-            self._stage2.check_speed(feeds, self._run_options)
+        if not self._stage2.windowed:
+            self.run([item])
+            return
+        feeds, _frames = self._stage1_run(self._stage1, item)
+        self._stage2.warm(feeds, self._run_options)
 
     def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
         return [self.synthesize(item)[0] for item in items]

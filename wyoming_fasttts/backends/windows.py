@@ -25,9 +25,10 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from ..config import WindowSettings
+from ..core import SAMPLE_RATE
 from .alignment import SAMPLES_PER_FRAME
 
-FRAME_SECONDS = SAMPLES_PER_FRAME / 24000
+FRAME_SECONDS = SAMPLES_PER_FRAME / SAMPLE_RATE
 
 
 Render = Callable[[int, int], np.ndarray]

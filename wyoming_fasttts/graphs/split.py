@@ -90,7 +90,6 @@ _VOCODER_CUT: dict[str, tuple[str, list[int | str]]] = {
     "/encoder/Reshape_1_output_0": ("energy", [1, "F2"]),                           # energy curve, likewise
     "/decoder/decoder/generator/m_source/l_tanh/Tanh_output_0": ("source", [1, "S", 1]),  # harmonic source, 600 a frame
 }
-VOCODER_TENSORS = tuple(name for name, _ in _VOCODER_CUT.values())
 
 
 def split_vocoder(stage2: onnx.ModelProto) -> tuple[onnx.ModelProto, onnx.ModelProto]:
