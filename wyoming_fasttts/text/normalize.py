@@ -24,8 +24,12 @@ _AMOUNT = r"\d(?:\d|,(?=\d{3}))*(?:\.\d+)?"
 _Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
 
 
-def _alternation(words: Iterable[str]) -> str:
-    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+def _alternation(words: Iterable[str], *, whole_latin: bool = False) -> str:
+    """The words as one regex alternation, longest first; with ``whole_latin``, a word that starts with a Latin letter
+    (QQ, ID) matches only where no letter comes right before it (not the ID inside RAID)."""
+    bound = "(?<![A-Za-z])" if whole_latin else ""
+    return "|".join((bound if w[0].isascii() and w[0].isalpha() else "") + re.escape(w)
+                    for w in sorted(words, key=len, reverse=True))
 
 
 class _Rules:
@@ -75,7 +79,7 @@ class _Rules:
         unit = _alternation(self.units)
         money = _alternation(d["currency_prefix"])
         signs = "".join(sorted({re.escape(symbol[-1]) for symbol in d["currency_prefix"]}))
-        cue_before = _alternation(d["digit_cues_before"])
+        cue_before = _alternation(d["digit_cues_before"], whole_latin=True)
         cue_after = _alternation(d["digit_cues_after"])
         ratio = _alternation(d["ratio_cues"])
         math = "".join(re.escape(s) for s in d["math_symbols"])

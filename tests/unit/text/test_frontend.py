@@ -270,6 +270,21 @@ def test_announcement_rules_from_the_eighth_held_out_set():
     assert normalize("1366×768 分辨率的屏幕") == "一三六六乘七六八分辨率的屏幕"
     assert normalize("3 分钟") == "三分钟"
 
+
+def test_announcement_rules_from_the_ninth_held_out_set():
+    """General rules for announce_holdout9.tsv's first-run miss, on sentences outside the sets."""
+    # The Latin word ID is a cue for a code, like 编号 and 账号: digit by digit with 1 as 幺, after a space, a colon or
+    # 是 too (five digits after ID and a space had read as a number).
+    assert normalize("用户 ID 523817 已登录") == "用户ID五二三八幺七已登录"
+    assert normalize("账户 ID：60213") == "账户ID，六零二幺三"
+    assert normalize("网关的 ID号 71025") == "网关的ID号七幺零二五"
+    assert normalize("传感器 ID 是 31") == "传感器ID是三幺"
+    # Near-misses: a Latin cue word is a whole word (the ID in RAID is none), and ID without digits is a name.
+    assert normalize("硬盘组成 RAID 10 阵列") == "硬盘组成RAID十阵列"
+    assert normalize("Apple ID 已登录") == "Apple ID已登录"
+    assert normalize("QQ 2851037") == "QQ二八五幺零三七"
+
+
 def test_nothing_the_user_wrote_is_dropped_around_latin_names():
     """Bugs around Latin letters: a dotted standard name, a reading right after a name, a year-version, a range."""
     # Letters, a dot and digits: 点, then the digits as after letters (three or more one by one); No. is 号.
