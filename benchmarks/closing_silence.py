@@ -46,20 +46,24 @@ TEXTS = ["洗衣机已经完成了本次的洗涤程序。", "好的，已经为
 
 
 def vocode(vocoder: ref.BatchedVocoder, aln: torch.Tensor, d: torch.Tensor, t_en: torch.Tensor,
-           style: torch.Tensor, render: int) -> np.ndarray:
-    """``BatchedVocoder.forward`` for one row, with the decoder and generator cropped to ``render`` frames."""
+           style: torch.Tensor, render: int | list[int]) -> np.ndarray:
+    """``BatchedVocoder.forward`` for one row, with the decoder and generator cropped to ``render`` frames (or run
+    over the frames listed, joined in that order: ``window_norms.py``)."""
     k = vocoder.k
     frames = torch.tensor([aln.shape[2]])
     m1, m2 = ref._mask(frames, aln.shape[2]), ref._mask(2 * frames, 2 * aln.shape[2])
     s_pred, s_dec = style[:, ref.STYLE_SPLIT:], style[:, :ref.STYLE_SPLIT]
     shared = vocoder.lstm("predictor.shared", torch.matmul(d.transpose(-1, -2), aln).transpose(-1, -2), frames)
     shared = shared.transpose(-1, -2)
-    f0 = vocoder._prosody(k.predictor.F0, k.predictor.F0_proj, shared, s_pred, m1, m2)[:, :2 * render]
-    noise = vocoder._prosody(k.predictor.N, k.predictor.N_proj, shared, s_pred, m1, m2)[:, :2 * render]
-    frames = torch.tensor([render])
-    m1, m2 = ref._mask(frames, render), ref._mask(2 * frames, 2 * render)
+    idx = torch.arange(render) if isinstance(render, int) else torch.tensor(render)
+    steps = torch.stack([2 * idx, 2 * idx + 1], dim=1).reshape(-1)  # the F0 and energy curves: 2 steps a frame
+    f0 = vocoder._prosody(k.predictor.F0, k.predictor.F0_proj, shared, s_pred, m1, m2)[:, steps]
+    noise = vocoder._prosody(k.predictor.N, k.predictor.N_proj, shared, s_pred, m1, m2)[:, steps]
+    n = len(idx)
+    frames = torch.tensor([n])
+    m1, m2 = ref._mask(frames, n), ref._mask(2 * frames, 2 * n)
     dec = k.decoder
-    asr = torch.matmul(t_en, aln[:, :, :render])
+    asr = torch.matmul(t_en, aln[:, :, idx])
     f0_down, noise_down = dec.F0_conv(f0.unsqueeze(1)) * m1, dec.N_conv(noise.unsqueeze(1)) * m1
     x = ref._adain_resblk(dec.encode, torch.cat([asr, f0_down, noise_down], dim=1), s_dec, m1, m1)
     asr_res, mask = dec.asr_res(asr), m1

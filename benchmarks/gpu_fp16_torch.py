@@ -30,7 +30,7 @@ SENTENCES = ["好的。", "欢迎使用语音合成系统", "今天天气很好�
 def main() -> None:
     import torch
 
-    from wyoming_fasttts.assets import ensure_assets, load_vocab
+    from wyoming_fasttts.assets import ensure_assets, load_vocab, phoneme_ids
     from wyoming_fasttts.backends.base import SynthesisItem
     from wyoming_fasttts.backends.batching import STAGE1_INPUTS, STAGE2_INPUTS, stage1_feeds, stage2_feeds
     from wyoming_fasttts.config import load_settings
@@ -50,7 +50,7 @@ def main() -> None:
     vocab, voices = load_vocab(assets.vocab), VoiceBank(assets)
     items = []
     for text in SENTENCES:
-        ids = np.array([vocab[p] for p in phonemize(normalize(text)) if p in vocab], np.int64)
+        ids = phoneme_ids(phonemize(normalize(text)), vocab)
         items.append(SynthesisItem(ids, voices.style("zf_xiaobei", len(ids)), speed=1.0))
     kmodel = reference.build_kmodel(assets.model, vocab, deterministic=True)
     stage1 = reference.BatchedDurations(kmodel).eval().to(dev)

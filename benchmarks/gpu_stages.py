@@ -33,7 +33,7 @@ TEXTS = [
 
 
 def prepare(out: Path) -> None:
-    from wyoming_fasttts.assets import ensure_assets, load_vocab
+    from wyoming_fasttts.assets import ensure_assets, load_vocab, phoneme_ids
     from wyoming_fasttts.config import load_settings
     from wyoming_fasttts.text.g2p import phonemize
     from wyoming_fasttts.text.normalize import normalize
@@ -44,7 +44,7 @@ def prepare(out: Path) -> None:
     voice = np.fromfile(assets.voice("zf_xiaobei"), np.float32).reshape(510, 256)
     items = []
     for text in TEXTS:
-        ids = [vocab[p] for p in phonemize(normalize(text)) if p in vocab]
+        ids = phoneme_ids(phonemize(normalize(text)), vocab).tolist()
         items.append({"text": text, "ids": ids, "style": voice[len(ids) - 1].tolist()})
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(items, ensure_ascii=False))

@@ -26,7 +26,7 @@ import onnxruntime as ort
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from wyoming_fasttts.assets import ensure_assets, load_vocab  # noqa: E402
+from wyoming_fasttts.assets import ensure_assets, load_vocab, phoneme_ids  # noqa: E402
 from wyoming_fasttts.backends.alignment import SAMPLES_PER_FRAME, alignment, frame_counts  # noqa: E402
 from wyoming_fasttts.backends.onnxruntime import Windowed, _Vocoder, pad_tokens, session_options  # noqa: E402
 from wyoming_fasttts.backends.windows import render_windows  # noqa: E402
@@ -64,7 +64,7 @@ def main() -> int:
     print("| setting | sentence (frames) | parts (frames) | rendered / frames | whole dB | first part dB | seams dB |")
     print("|---|---|---|---|---|---|---|")
     for text in TEXTS:
-        ids = np.array([vocab[p] for p in phonemize(normalize(text)) if p in vocab], np.int64)
+        ids = phoneme_ids(phonemize(normalize(text)), vocab)
         style = voices.style("zf_xiaobei", len(ids)).reshape(1, -1)
         durations, d, t_en = stage1.run(None, {"tokens": pad_tokens(ids), "style": style,
                                                "speed": np.array([1.0], np.float32)})
@@ -78,9 +78,9 @@ def main() -> int:
             cfg = dataclasses.replace(settings.engine.windows, **changes)
             rendered = [0]
 
-            def counted(lo: int, hi: int, rendered: list[int] = rendered, span=span) -> np.ndarray:
-                rendered[0] += hi - lo
-                return span(lo, hi)
+            def counted(lo: int, hi: int, closing: int, rendered: list[int] = rendered, span=span) -> np.ndarray:
+                rendered[0] += hi - lo + closing
+                return span(lo, hi, closing)
 
             parts = list(render_windows(counted, frames, cfg))
             joined, speech = np.concatenate(parts), int(frames[0]) * SAMPLES_PER_FRAME

@@ -19,10 +19,11 @@ import sys
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
 from .config import AssetSettings
@@ -244,3 +245,8 @@ def ensure_assets(settings: AssetSettings, voices: Iterable[str] = VOICES) -> Mo
 def load_vocab(path: Path) -> dict[str, int]:
     data = json.loads(path.read_text(encoding="utf-8"))
     return dict(data.get("vocab", data))
+
+
+def phoneme_ids(phonemes: str, vocab: Mapping[str, int]) -> np.ndarray:
+    """The model's ids for a phoneme string, skipping what its vocabulary lacks (as Kokoro's own pipeline does)."""
+    return np.array([vocab[p] for p in phonemes if p in vocab], np.int64)

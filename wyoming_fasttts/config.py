@@ -87,6 +87,8 @@ class WindowSettings:
     """Speech frames in a sentence's first window (what the listener waits for); 0 renders sentences whole."""
     left_frames: int
     right_frames: int
+    closing_frames: int
+    """The sentence's last frames rendered beside its first window, seen by that window's instance norms alone."""
     fade_frames: int
     frame_ms: float
     """What rendering one frame is taken to cost when sizing the later windows (a setting, not a measurement, so

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wyoming_fasttts.assets import ensure_assets, load_vocab
+from wyoming_fasttts.assets import ensure_assets, load_vocab, phoneme_ids
 from wyoming_fasttts.backends.base import SynthesisItem
 from wyoming_fasttts.backends.buckets import Buckets
 from wyoming_fasttts.backends.onnxruntime import BatchedOnnxRuntimeEngine, session_options
@@ -39,7 +39,7 @@ def setup():
     vocab, voices = load_vocab(assets.vocab), VoiceBank(assets)
     items = []
     for text, voice in zip(SENTENCES, VOICES, strict=True):
-        ids = np.array([vocab[p] for p in phonemize(normalize(text)) if p in vocab], np.int64)
+        ids = phoneme_ids(phonemize(normalize(text)), vocab)
         items.append(SynthesisItem(ids, voices.style(voice, len(ids)), speed=1.0))
     alone = BatchedOnnxRuntimeEngine(graphs.stage1, graphs.stage2, max_batch=4, threads=2, tail_frames=4)
     expected = [alone.synthesize(item) for item in items]

@@ -13,7 +13,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from wyoming_fasttts.assets import ensure_assets, load_vocab
+from wyoming_fasttts.assets import ensure_assets, load_vocab, phoneme_ids
 from wyoming_fasttts.backends.base import EngineError, SynthesisItem
 from wyoming_fasttts.backends.onnxruntime import BatchedOnnxRuntimeEngine
 from wyoming_fasttts.backends.plans import PlanCache, PlanKey, batch_shapes, batched_stage_profiles
@@ -245,7 +245,7 @@ def batch():
     vocab, voices = load_vocab(assets.vocab), VoiceBank(assets)
     items = []
     for text, voice in zip(SENTENCES, VOICES, strict=True):
-        ids = np.array([vocab[p] for p in phonemize(normalize(text)) if p in vocab], np.int64)
+        ids = phoneme_ids(phonemize(normalize(text)), vocab)
         items.append(SynthesisItem(ids, voices.style(voice, len(ids)), speed=1.1 if voice == "zm_yunxi" else 1.0))
     return settings, ensure_batched_graphs(assets, settings.assets.data_path), items
 

@@ -7,7 +7,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from wyoming_fasttts.assets import ensure_assets, load_vocab
+from wyoming_fasttts.assets import ensure_assets, load_vocab, phoneme_ids
 from wyoming_fasttts.backends import create_engine
 from wyoming_fasttts.backends.base import SynthesisItem
 from wyoming_fasttts.config import load_settings
@@ -44,7 +44,7 @@ def batched():
     vocab, voices = load_vocab(assets.vocab), VoiceBank(assets)
     items = []
     for text, voice in zip(SENTENCES, VOICES, strict=True):
-        ids = np.array([vocab[p] for p in phonemize(normalize(text)) if p in vocab], np.int64)
+        ids = phoneme_ids(phonemize(normalize(text)), vocab)
         items.append(SynthesisItem(ids, voices.style(voice, len(ids)), speed=1.0))
     return settings, engine, items
 

@@ -16,7 +16,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from wyoming_fasttts.assets import ensure_assets, load_vocab
+from wyoming_fasttts.assets import ensure_assets, load_vocab, phoneme_ids
 from wyoming_fasttts.backends.base import SynthesisItem
 from wyoming_fasttts.backends.batching import STAGE1_INPUTS, STAGE2_INPUTS, stage1_feeds, stage2_feeds, unpad_audio
 from wyoming_fasttts.config import load_settings
@@ -66,7 +66,7 @@ def setup():
     voice = np.fromfile(assets.voice("zf_xiaobei"), np.float32).reshape(510, 256)
     items = []
     for text, speed in SENTENCES:
-        ids = np.array([vocab[p] for p in phonemize(normalize(text)) if p in vocab])
+        ids = phoneme_ids(phonemize(normalize(text)), vocab)
         items.append(SynthesisItem(ids, voice[len(ids) - 1], speed))
     return settings, assets, graphs, sessions, items
 

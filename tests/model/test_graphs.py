@@ -14,7 +14,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from wyoming_fasttts.assets import ensure_assets, load_vocab
+from wyoming_fasttts.assets import ensure_assets, load_vocab, phoneme_ids
 from wyoming_fasttts.backends.alignment import SAMPLES_PER_FRAME, alignment, frame_counts
 from wyoming_fasttts.config import load_settings
 from wyoming_fasttts.doctor.parity import mel_distance_db
@@ -45,7 +45,7 @@ def setup() -> tuple[GraphSet, dict, dict[str, ort.InferenceSession]]:
 
 
 def _inputs(text: str, data: dict, voice: str = "zf_xiaobei") -> dict[str, np.ndarray]:
-    ids = [data["vocab"][p] for p in phonemize(normalize(text)) if p in data["vocab"]]
+    ids = phoneme_ids(phonemize(normalize(text)), data["vocab"])
     return {"tokens": np.array([[0, *ids, 0]], np.int64), "style": data["voices"][voice][len(ids) - 1][None],
             "speed": np.array([1.0], np.float32)}
 

@@ -17,7 +17,7 @@ pytest.importorskip("torch", reason="the reference model needs the 'export' extr
 if importlib.util.find_spec("kokoro") is None:  # not imported: its __init__ pulls the English G2P stack
     pytest.skip("the reference model needs kokoro (pip install --no-deps kokoro==0.9.4)", allow_module_level=True)
 
-from wyoming_fasttts.assets import ensure_assets, load_vocab
+from wyoming_fasttts.assets import ensure_assets, load_vocab, phoneme_ids
 from wyoming_fasttts.config import load_settings
 from wyoming_fasttts.doctor.parity import mel_distance_db
 from wyoming_fasttts.export.reference import ReferenceModel
@@ -46,7 +46,7 @@ def test_matches_shipped_int8_graph(setup) -> None:
     model, session, vocab, voice = setup
     compared = []
     for text in SENTENCES:
-        ids = [vocab[p] for p in phonemize(normalize(text)) if p in vocab]
+        ids = phoneme_ids(phonemize(normalize(text)), vocab).tolist()
         style = voice[len(ids) - 1]
         ours = model.synthesize(ids, style)
         audio, durations = session.run(None, {"tokens": np.array([[0, *ids, 0]], np.int64), "style": style[None],
@@ -69,7 +69,7 @@ def test_matches_shipped_int8_graph(setup) -> None:
 def test_eager_is_deterministic(setup) -> None:
     """The deterministic source makes eager output repeatable (parity tests and benchmarks rely on it)."""
     model, _, vocab, voice = setup
-    ids = [vocab[p] for p in phonemize(normalize(SENTENCES[1])) if p in vocab]
+    ids = phoneme_ids(phonemize(normalize(SENTENCES[1])), vocab).tolist()
     first, second = (model.synthesize(ids, voice[len(ids) - 1], speed=1.2) for _ in range(2))
     assert np.array_equal(first.audio, second.audio)
     assert np.array_equal(first.durations, second.durations)

@@ -20,16 +20,25 @@ SENTENCE = np.array([20, *([9] * 18), 30, 12, 4])  # start pad, 18 syllables, cl
 LONG = np.array([18, *([10] * 40), 28, 12, 4])  # 462 frames
 
 
-def _renderer(total: int):
-    signal = np.sin(np.arange(total * SAMPLES_PER_FRAME, dtype=np.float32) * 0.01)
-    calls: list[tuple[int, int]] = []
+class _Render:
+    """A render whose frames do not depend on the window; it records each call's span and closing frames."""
 
-    def render(lo: int, hi: int) -> np.ndarray:
-        assert 0 <= lo < hi <= total
-        calls.append((lo, hi))
-        return signal[lo * SAMPLES_PER_FRAME:hi * SAMPLES_PER_FRAME].copy()
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.signal = np.sin(np.arange(total * SAMPLES_PER_FRAME, dtype=np.float32) * 0.01)
+        self.calls: list[tuple[int, int]] = []
+        self.closings: list[int] = []
 
-    return render, signal, calls
+    def __call__(self, lo: int, hi: int, closing: int) -> np.ndarray:
+        assert 0 <= lo < hi <= self.total - closing
+        self.calls.append((lo, hi))
+        self.closings.append(closing)
+        return self.signal[lo * SAMPLES_PER_FRAME:hi * SAMPLES_PER_FRAME].copy()
+
+
+def _renderer(total: int) -> tuple[_Render, np.ndarray, list[tuple[int, int]]]:
+    render = _Render(total)
+    return render, render.signal, render.calls
 
 
 def test_the_parts_join_up_to_the_whole_sentence_and_the_first_is_small() -> None:
@@ -40,6 +49,8 @@ def test_the_parts_join_up_to_the_whole_sentence_and_the_first_is_small() -> Non
     assert len(parts[0]) == (20 + SETTINGS.first_frames) * SAMPLES_PER_FRAME
     assert calls[0] == (0, 20 + SETTINGS.first_frames + SETTINGS.right_frames)
     assert all(lo > 0 for lo, _hi in calls[1:])  # later windows start inside the sentence, with their left context
+    # Only the first window's norms are shown the sentence's close; the later ones reach it or see enough.
+    assert render.closings == [SETTINGS.closing_frames] + [0] * (len(calls) - 1)
     again, _signal, calls_again = _renderer(int(SENTENCE.sum()))
     list(render_windows(again, SENTENCE, SETTINGS))
     assert calls_again == calls  # no clock in the plan: the same sentence, the same windows, the same audio

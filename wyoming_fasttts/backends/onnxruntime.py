@@ -169,15 +169,17 @@ class _Vocoder:
         assert self._render is not None
         render = self._render
         asr, f0, energy, source = self._first.run(None, feeds, options)
-        style = feeds["style"]
+        style, total = feeds["style"], asr.shape[2]
 
-        def span(lo: int, hi: int) -> np.ndarray:
-            out = render.run(None, {
-                "asr": np.ascontiguousarray(asr[:, :, lo:hi]), "f0": np.ascontiguousarray(f0[:, 2 * lo:2 * hi]),
-                "energy": np.ascontiguousarray(energy[:, 2 * lo:2 * hi]),
-                "source": np.ascontiguousarray(source[:, SAMPLES_PER_FRAME * lo:SAMPLES_PER_FRAME * hi]),
-                "style": style}, options)[0]
-            return np.asarray(out, np.float32).reshape(-1)
+        def span(lo: int, hi: int, closing: int = 0) -> np.ndarray:
+            spans = [(lo, hi), (total - closing, total)] if closing else [(lo, hi)]
+
+            def cut(x: np.ndarray, per_frame: int, axis: int) -> np.ndarray:
+                return np.concatenate([x.take(range(per_frame * a, per_frame * b), axis) for a, b in spans], axis)
+
+            out = render.run(None, {"asr": cut(asr, 1, 2), "f0": cut(f0, 2, 1), "energy": cut(energy, 2, 1),
+                                    "source": cut(source, SAMPLES_PER_FRAME, 1), "style": style}, options)[0]
+            return np.asarray(out, np.float32).reshape(-1)[:(hi - lo) * SAMPLES_PER_FRAME]
 
         return span
 

@@ -9,7 +9,12 @@ on each side, and their audio is joined with a short cross-fade. Rendered over a
 halves give stage 2's output exactly; a window differs from that by about as much as the int8 graphs differ
 from the float ones (docs/BENCHMARKS.md, "stage 2 in frame windows").
 
-The first window is small: its audio is what the listener waits for. Each later one is as large as can be
+The first window is small: its audio is what the listener waits for. Its instance norms would see only the
+sentence's start, so the sentence's last ``closing_frames`` (the phrase-final syllable drawn out, the closing mark's
+silence) are rendered beside it for the norms alone: over a first window those statistics are what it lacks most
+(eager float32: first part 3.2 -> 2.1 dB from the whole render for 16 frames more, where 16 more of right context
+gave 3.0, ``benchmarks/window_norms.py``; int8 with 8 fewer frames of right context: 3.8 -> 2.8 dB,
+``benchmarks/window_vocoder.py``). Each later one is as large as can be
 rendered, at ``frame_ms`` a frame, before the audio already handed over has played out, so a window is never late
 for its listener; what is left once it fits is rendered in one piece. The plan depends on the frames and the
 settings alone, never on a clock: the same sentence rendered in windows always gives the same audio (tests, caches
@@ -31,8 +36,9 @@ from .alignment import SAMPLES_PER_FRAME
 FRAME_SECONDS = SAMPLES_PER_FRAME / SAMPLE_RATE
 
 
-Render = Callable[[int, int], np.ndarray]
-"""``render(lo, hi)``: the decoder and generator over frames [lo, hi) of the sentence, 600 samples a frame."""
+Render = Callable[[int, int, int], np.ndarray]
+"""``render(lo, hi, closing)``: the decoder and generator over frames [lo, hi) of the sentence, 600 samples a frame,
+with the sentence's last ``closing`` frames joined after them for the instance norms (their audio is not returned)."""
 
 
 def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings) -> Iterator[np.ndarray]:
@@ -47,7 +53,7 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings)
     speech = int(frames[0])  # the start pad's frames: the first token's speech starts here
     first_end = speech + settings.first_frames
     if settings.first_frames <= 0 or total - first_end < settings.first_frames:
-        yield render(0, total)
+        yield render(0, total, 0)
         return
     s, e = 0, first_end
     fade = min(settings.fade_frames, settings.right_frames) * SAMPLES_PER_FRAME
@@ -57,7 +63,8 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings)
     while True:
         lo = max(0, s - settings.left_frames)
         hi = total if e >= total else min(total, e + settings.right_frames)
-        audio = render(lo, hi)
+        closing = 0 if s else max(0, min(settings.closing_frames, total - hi))
+        audio = render(lo, hi, closing)
         if s:
             busy += (hi - lo) * per_frame
         part = audio[(s - lo) * SAMPLES_PER_FRAME:]

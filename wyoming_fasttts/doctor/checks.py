@@ -246,7 +246,7 @@ def report_checks(checks: list[Check], backend: str) -> bool:
 
 
 def _items(settings: Settings, assets: ModelAssets) -> list[SynthesisItem]:
-    from ..assets import load_vocab
+    from ..assets import load_vocab, phoneme_ids
     from ..text.g2p import phonemize
     from ..text.normalize import normalize
 
@@ -254,7 +254,7 @@ def _items(settings: Settings, assets: ModelAssets) -> list[SynthesisItem]:
     voice = np.fromfile(assets.voice(settings.voice.default), np.float32).reshape(510, 256)
     items = []
     for text in SENTENCES:
-        ids = np.array([vocab[p] for p in phonemize(normalize(text)) if p in vocab], np.int64)
+        ids = phoneme_ids(phonemize(normalize(text)), vocab)
         items.append(SynthesisItem(ids=ids, style=voice[len(ids) - 1]))
     return items
 
