@@ -4,9 +4,9 @@ Issue 15's time to first audio: the CPU engine renders a sentence's decoder and 
 (``backends.windows``) after the prosody half has run once over the whole sentence, so the first window's
 audio plays while the rest renders. Per sentence and setting, with the int8 stage-2 halves the engine runs
 (window sizes follow the settings alone, ``frame_ms`` among them, never a clock): the parts' frames, the log-mel
-distance (``doctor.parity``: int8 vs float graphs differ by 2.3-2.8 dB, another
-voice by 10-15) of the joined parts against the whole render over the speech (from the end of the start pad),
-of the first part alone, and of 200 ms around each seam; and the frames rendered against the sentence's
+distance (``doctor.parity``: int8 vs float graphs differ by 2.3-2.8 dB, another voice by 10-15) of the joined
+parts against the whole render over the speech (from the end of the start pad), of the first part alone (and its
+level against the whole render's), and of 200 ms around each seam; and the frames rendered against the sentence's
 frames (the windows' context is rendered twice).
 
     python benchmarks/window_vocoder.py [--set "" left_frames=16 ...] [--out out/window-vocoder.json]
@@ -47,6 +47,11 @@ TEXTS = [
 SEAM = 4 * SAMPLES_PER_FRAME  # 100 ms each side of a seam
 
 
+def _level_db(audio: np.ndarray, reference: np.ndarray) -> float:
+    """How much louder (dB, RMS) ``audio`` is than ``reference`` over the same span."""
+    return float(10 * np.log10((np.mean(audio ** 2) + 1e-12) / (np.mean(reference ** 2) + 1e-12)))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", nargs="*", default=[""], help="settings to compare (first_frames=32,left_frames=16)")
@@ -61,8 +66,9 @@ def main() -> int:
     halves = Windowed(graphs.path("int8", "prosody"), graphs.path("int8", "render"), settings.engine.windows)
     vocoder = _Vocoder(graphs.path("int8", "stage2"), options, ["CPUExecutionProvider"], halves)
     rows = []
-    print("| setting | sentence (frames) | parts (frames) | rendered / frames | whole dB | first part dB | seams dB |")
-    print("|---|---|---|---|---|---|---|")
+    print("| setting | sentence (frames) | parts (frames) | rendered / frames | whole dB | first part dB "
+          "| first part level dB | seams dB |")
+    print("|---|---|---|---|---|---|---|---|")
     for text in TEXTS:
         ids = phoneme_ids(phonemize(normalize(text)), vocab)
         style = voices.style("zf_xiaobei", len(ids)).reshape(1, -1)
@@ -71,7 +77,7 @@ def main() -> int:
         frames = frame_counts(durations, settings.engine.tail_frames)
         feeds = {"alignment": alignment(frames), "d": d, "t_en": t_en, "style": style}
         span = vocoder._halves(feeds, ort.RunOptions())
-        whole = span(0, int(frames.sum()))
+        whole = span(0, int(frames.sum()), 0)
         for spec in args.set:
             changes = {k: type(getattr(settings.engine.windows, k))(v)
                        for k, v in (item.split("=") for item in spec.split(",") if item)}
@@ -90,11 +96,14 @@ def main() -> int:
                    "whole_db": round(mel_distance_db(whole[speech:], joined[speech:]), 2),
                    "first_db": round(mel_distance_db(whole[speech:seams[0]], joined[speech:seams[0]]), 2)
                    if len(seams) else 0.0,
+                   "first_level_db": round(_level_db(joined[speech:seams[0]], whole[speech:seams[0]]), 2)
+                   if len(seams) else 0.0,
                    "seam_db": [round(mel_distance_db(whole[b - SEAM:b + SEAM], joined[b - SEAM:b + SEAM]), 2)
                                for b in seams]}
             rows.append(row)
             print(f"| {row['setting']} | {text} ({row['frames']}) | {row['parts']} | "
-                  f"{row['rendered']} / {row['frames']} | {row['whole_db']} | {row['first_db']} | {row['seam_db']} |",
+                  f"{row['rendered']} / {row['frames']} | {row['whole_db']} | {row['first_db']} | "
+                  f"{row['first_level_db']} | {row['seam_db']} |",
                   flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")

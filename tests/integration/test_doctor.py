@@ -1,5 +1,6 @@
-"""`wyoming-fasttts doctor` on a machine without a GPU: reports what is missing, runs the CPU reference and
-exits 0 (~20 s: one CPU run of three sentences on the float stage graphs, cached conversion)."""
+"""`wyoming-fasttts doctor` on a machine without a GPU: reports what is missing, runs the CPU reference and the CPU
+engine the server runs (stage 2 in frame windows), and exits 0 (~30 s: one CPU run of three sentences on the float
+stage graphs, one windowed sentence, cached conversion)."""
 
 from __future__ import annotations
 
@@ -24,4 +25,8 @@ def test_doctor_without_gpu_reports_and_runs_the_cpu_reference() -> None:
     assert "[--] GPU: none usable" in out
     assert "Engine: onnxruntime" in out
     assert out.count("cpu reference") == 3
+    windows = out.split("CPU engine (int8, stage 2 in frame windows", 1)[1].splitlines()
+    assert "first audio p50" in windows[0] and "the sentence whole p50" in windows[0]
+    # Whether this machine keeps up with the windows' sizing is advice (a busy CI machine may not), not the verdict.
+    assert windows[1].lstrip().startswith(("[ok]", "[!!]")) and "frame_ms" in windows[1]
     assert "PASS (CPU only)" in out

@@ -140,7 +140,7 @@ class _Vocoder:
         if self._render is None:
             return np.asarray(self._first.run(None, feeds, options)[0]).reshape(-1)
         halves = self._halves(feeds, options)
-        return halves(0, feeds["alignment"].shape[2])
+        return halves(0, feeds["alignment"].shape[2], 0)
 
     def parts(self, feeds: dict[str, np.ndarray], frames: np.ndarray, options: ort.RunOptions) -> Iterator[np.ndarray]:
         if self._windows is None:
@@ -157,10 +157,10 @@ class _Vocoder:
         machine renders a frame slower than the windows are sized for."""
         assert self._windows is not None
         span = self._halves(feeds, options)
-        span(0, feeds["alignment"].shape[2])
+        span(0, feeds["alignment"].shape[2], 0)
         frames = min(64, feeds["alignment"].shape[2])  # about a first window
         started = time.perf_counter()
-        span(0, frames)
+        span(0, frames, 0)
         if problem := slow_machine(self._windows.settings, frames, time.perf_counter() - started):
             _LOGGER.warning("%s", problem)
 
@@ -171,7 +171,7 @@ class _Vocoder:
         asr, f0, energy, source = self._first.run(None, feeds, options)
         style, total = feeds["style"], asr.shape[2]
 
-        def span(lo: int, hi: int, closing: int = 0) -> np.ndarray:
+        def span(lo: int, hi: int, closing: int) -> np.ndarray:
             spans = [(lo, hi), (total - closing, total)] if closing else [(lo, hi)]
 
             def cut(x: np.ndarray, per_frame: int, axis: int) -> np.ndarray:

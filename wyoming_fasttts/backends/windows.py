@@ -13,7 +13,7 @@ The first window is small: its audio is what the listener waits for. Its instanc
 sentence's start, so the sentence's last ``closing_frames`` (the phrase-final syllable drawn out, the closing mark's
 silence) are rendered beside it for the norms alone: over a first window those statistics are what it lacks most
 (eager float32: first part 3.2 -> 2.1 dB from the whole render for 16 frames more, where 16 more of right context
-gave 3.0, ``benchmarks/window_norms.py``; int8 with 8 fewer frames of right context: 3.8 -> 2.8 dB,
+gave 3.0, ``benchmarks/window_norms.py``; int8, 8 of them in place of 8 frames of right context: 3.8 -> 3.1 dB,
 ``benchmarks/window_vocoder.py``). Each later one is as large as can be
 rendered, at ``frame_ms`` a frame, before the audio already handed over has played out, so a window is never late
 for its listener; what is left once it fits is rendered in one piece. The plan depends on the frames and the

@@ -307,6 +307,48 @@ def _batch_parity(engine: Engine, items: list[SynthesisItem], expected: list[tup
     return passed
 
 
+def _windows_report(settings: Settings, assets: ModelAssets, items: list[SynthesisItem], runs: int) -> None:
+    """The CPU engine the server runs, stage 2 in frame windows: how soon a sentence starts to sound, and whether this
+    machine renders a frame within ``engine.windows.frame_ms``, which the later windows are sized for (slower, a
+    sentence's next window may come after its first has played: a gap). Advice, not part of the verdict: the fix is
+    a setting, and a busy machine reads slower than it is."""
+    from ..backends.base import StreamingEngine
+    from ..backends.onnxruntime import create_onnxruntime_engine
+    from ..backends.windows import slow_machine
+
+    windows = settings.engine.windows
+    engine = create_onnxruntime_engine(settings, assets, "onnxruntime")
+    if windows.first_frames <= 0 or not isinstance(engine, StreamingEngine):
+        engine.close()
+        print("CPU engine: frame windows off (engine.windows.first_frames 0): sentences are rendered whole")
+        return
+    try:
+        engine.warmup()
+        item = max(items, key=lambda i: len(i.ids))  # the longest sentence: the most windows
+        first: list[float] = []
+        whole: list[float] = []
+        frames = 0
+        for _ in range(max(1, runs)):
+            start = time.perf_counter()
+            parts = engine.stream(item)
+            next(parts)
+            first.append(time.perf_counter() - start)
+            list(parts)  # the rest of the windows, as the server renders them
+            whole_start = time.perf_counter()
+            _audio, counts = engine.synthesize(item)
+            whole.append(time.perf_counter() - whole_start)
+            frames = int(counts.sum())
+    finally:
+        engine.close()
+    seconds = statistics.median(whole)
+    print(f"CPU engine (int8, stage 2 in frame windows of {windows.first_frames} speech frames first): "
+          f"{len(item.ids)} ids, {frames} frames: first audio p50 {1000 * statistics.median(first):.0f} ms, "
+          f"the sentence whole p50 {1000 * seconds:.0f} ms ({runs} runs)")
+    problem = slow_machine(windows, frames, seconds)
+    print(f"  [{'!!' if problem else 'ok'}] " + (problem or f"{1000 * seconds / frames:.1f} ms a frame (stage 1 "
+          f"included), within engine.windows.frame_ms {windows.frame_ms}: later windows come in time"))
+
+
 def _onnxruntime_cuda_only(settings: Settings) -> int:
     """The GPU container asks this before it falls back to ONNX Runtime: CUDA if it really loads, else the CPU."""
     from ..core import EngineError
@@ -349,6 +391,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if backend not in GPU_BACKENDS:
         missing = [c.what for c in checks if not c.ok and not c.concerns(backend)] or ["no GPU backend selected"]
         print("No GPU engine to check: " + "; ".join(missing))
+        if backend == "onnxruntime":
+            _windows_report(settings, assets, items, args.cpu_runs)
         if not checks_pass:
             print("FAIL: the CPU path runs, but the install needs the fix marked [!!] above")
             return 1
