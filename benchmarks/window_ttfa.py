@@ -18,36 +18,20 @@ import asyncio
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
-from wyoming.audio import AudioChunk, AudioStop
-from wyoming.client import AsyncTcpClient
-from wyoming.tts import Synthesize
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
 
 from announce_ear import REPLIES  # noqa: E402
 
+from wyoming_fasttts.bench.load import Sample, one  # noqa: E402
 from wyoming_fasttts.bench.servers import Served, baseline_command, free_port, start  # noqa: E402
 from wyoming_fasttts.config import load_settings  # noqa: E402
 
 PLAIN = "plain server"
-
-
-async def _one(port: int, text: str) -> tuple[float, float]:
-    """Seconds to the first audio chunk and to audio-stop for one one-shot request."""
-    async with AsyncTcpClient("127.0.0.1", port) as client:
-        started, first = time.perf_counter(), None
-        await client.write_event(Synthesize(text=text).event())
-        while (event := await client.read_event()) is not None:
-            if first is None and AudioChunk.is_type(event.type):
-                first = time.perf_counter() - started
-            if AudioStop.is_type(event.type):
-                return first if first is not None else float("nan"), time.perf_counter() - started
-    raise ConnectionError("the server closed the connection before audio-stop")
 
 
 def _config(spec: str) -> str:
@@ -64,43 +48,43 @@ def main() -> int:
     parser.add_argument("--out", default="out/window-ttfa.json")
     args = parser.parse_args()
     logs = Path(tempfile.mkdtemp())
-    servers: dict[str, tuple[Served, int]] = {}
+    servers: dict[str, Served] = {}
     try:
         for n, spec in enumerate(args.set):
             config, port = logs / f"windows{n}.yaml", free_port()
             config.write_text(_config(spec), encoding="utf-8")
             cmd = [sys.executable, "-m", "wyoming_fasttts", "serve", "--uri", f"tcp://127.0.0.1:{port}",
                    "--http-uri", "", "--engine", "onnxruntime", "--config", str(config)]
-            servers[spec or "defaults"] = start(f"windows{n}", cmd, port, logs), port
+            servers[spec or "defaults"] = start(f"windows{n}", cmd, port, logs)
         port = free_port()
-        servers[PLAIN] = start("plain", baseline_command(load_settings(), port, cuda=False), port, logs), port
+        servers[PLAIN] = start("plain", baseline_command(load_settings(), port, cuda=False), port, logs)
         for text in REPLIES[:2]:  # warm-up, not counted
-            for _served, port in servers.values():
-                asyncio.run(_one(port, text))
-        samples: dict[str, list[tuple[float, float]]] = {name: [] for name in servers}
+            for served in servers.values():
+                asyncio.run(one(served.uri, text))
+        samples: dict[str, list[Sample]] = {name: [] for name in servers}
         for r in range(args.rounds):
             for text in REPLIES:
                 order = list(servers.items())
-                for name, (_served, port) in order[::-1] if r % 2 else order:
-                    samples[name].append(asyncio.run(_one(port, text)))
+                for name, served in order[::-1] if r % 2 else order:
+                    samples[name].append(asyncio.run(one(served.uri, text)))
     finally:
-        for served, _port in servers.values():
+        for served in servers.values():
             served.stop()
-    plain = np.array([first for first, _ in samples[PLAIN]])
+    plain = np.array([sample.first_audio_s for sample in samples[PLAIN]])
     picks = np.random.default_rng(0).integers(0, len(plain), (10000, len(plain)))
     print("| setting | TTFA mean (p50) ms | ratio to the plain server (95% interval) | whole reply mean ms "
           "| requests |")
     print("|---|---|---|---|---|")
     report = {}
     for name, got in samples.items():
-        first = np.array([f for f, _ in got])
+        first = np.array([sample.first_audio_s for sample in got])
+        total = [sample.latency_s for sample in got]
         ratios = first[picks].mean(1) / plain[picks].mean(1)
         lo, hi = np.percentile(ratios, [2.5, 97.5])
-        report[name] = {"ttfa_s": first.tolist(), "total_s": [t for _, t in got], "ratio": first.mean() / plain.mean(),
+        report[name] = {"ttfa_s": first.tolist(), "total_s": total, "ratio": first.mean() / plain.mean(),
                         "ratio_ci95": [lo, hi]}
         print(f"| {name} | {1000 * first.mean():.0f} ({1000 * np.median(first):.0f}) | "
-              f"{first.mean() / plain.mean():.3f} ({lo:.3f}-{hi:.3f}) | {1000 * np.mean([t for _, t in got]):.0f} | "
-              f"{len(got)} |")
+              f"{first.mean() / plain.mean():.3f} ({lo:.3f}-{hi:.3f}) | {1000 * np.mean(total):.0f} | {len(got)} |")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"settings": args.set, "rounds": args.rounds, "servers": report}, indent=1),
                               encoding="utf-8")
