@@ -8,6 +8,8 @@
 #       (batches 1, 8, 16) and --part compile --mode default (batches 16, 8), each under its own timeout;
 #   Q:  (same machine) --part compile --mode max-autotune-no-cudagraphs (batch 16, then 8, as time allows).
 # Every step ends with --part report: the merged JSON (gpu-profile.json) and the tables, in $OUT.
+# (2026-12-02: the first machine went back between U0 and P, a second ran U0, P, Q; Q's max-autotune compile
+# of batch 16 was still autotuning at COMPILE_S=230 and left no result. docs/BENCHMARKS.md, sixth pass.)
 # usage (from the checkout's root): bash .gpu/h200_profile.sh STEP
 set -uo pipefail
 step=$1 pack=/opt/pack root=$PWD code=$PWD/.gpu/code
