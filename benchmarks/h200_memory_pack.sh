@@ -7,16 +7,20 @@
 #                    1.31.1 unpacked with its CUDA provider's non-sm-9.0 cubins zeroed: benchmarks/fatbin_keep.py),
 #                    then data/ (the int8 model, vocab, voice)
 # usage: bash benchmarks/h200_memory_pack.sh CHECKOUT_ROOT   (the checkout the device tool sends, e.g. /work/main)
+#   ORT=0: leave onnxruntime-gpu out (PyTorch-only sessions, e.g. benchmarks/h200_profile.sh): about two chunks
 set -euo pipefail
-root=$1 here=$(cd "$(dirname "$0")/.." && pwd)
+root=$1 here=$(cd "$(dirname "$0")/.." && pwd) ort=${ORT:-1}
 venv=${VENV:-$root/.venv} work=${WORK:-/tmp/gpupack} data=${DATA:-$HOME/.local/share/wyoming-fasttts}
 site_src=$(echo "$venv"/lib/python3*/site-packages)
 rm -rf "$work/stage" "$root/.gpu" && mkdir -p "$work/wheels" "$work/stage/site" "$work/stage/data/voices" "$root/.gpu"
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-  -d "$work/wheels" onnxruntime-gpu==1.31.1 msgspec==0.22.0 loguru==0.7.3 kokoro==0.9.4 2>&1 | grep -v WARNING || true
+  -d "$work/wheels" $([ "$ort" = 0 ] || echo onnxruntime-gpu==1.31.1) msgspec==0.22.0 loguru==0.7.3 kokoro==0.9.4 \
+  2>&1 | grep -v WARNING || true
+[ "$ort" = 0 ] && rm -f "$work"/wheels/onnxruntime_gpu-*.whl
 for w in "$work"/wheels/*.whl; do unzip -q -o "$w" -d "$work/stage/site"; done
-python3 "$here/benchmarks/fatbin_keep.py" "$work/stage/site/onnxruntime/capi/libonnxruntime_providers_cuda.so" 90
+[ "$ort" = 0 ] || python3 "$here/benchmarks/fatbin_keep.py" \
+  "$work/stage/site/onnxruntime/capi/libonnxruntime_providers_cuda.so" 90
 for p in jieba misaki pypinyin pypinyin_dict cn2an proces addict ordered_set wyoming sentence_stream zeroconf ifaddr; do
   cp -r "$site_src/$p" "$site_src/$p"-*.dist-info "$work/stage/site/"  # dist-info too: wyoming reads its version
 done
