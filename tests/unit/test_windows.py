@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 
 from wyoming_fasttts.backends.alignment import SAMPLES_PER_FRAME
-from wyoming_fasttts.backends.windows import FRAME_SECONDS, render_windows, slow_machine
+from wyoming_fasttts.backends.windows import FRAME_SECONDS, Span, render_windows, slow_machine
 from wyoming_fasttts.config import load_settings
 
 SETTINGS = load_settings().engine.windows
@@ -28,12 +28,14 @@ class _Render:
         self.signal = np.sin(np.arange(total * SAMPLES_PER_FRAME, dtype=np.float32) * 0.01)
         self.calls: list[tuple[int, int]] = []
         self.closings: list[int] = []
+        self.spans: list[Span] = []
 
-    def __call__(self, lo: int, hi: int, closing: int) -> np.ndarray:
-        assert 0 <= lo < hi <= self.total - closing
-        self.calls.append((lo, hi))
-        self.closings.append(closing)
-        return self.signal[lo * SAMPLES_PER_FRAME:hi * SAMPLES_PER_FRAME].copy()
+    def __call__(self, span: Span) -> np.ndarray:
+        assert 0 <= span.lo < span.hi <= self.total - span.closing
+        self.calls.append((span.lo, span.hi))
+        self.closings.append(span.closing)
+        self.spans.append(span)
+        return self.signal[span.lo * SAMPLES_PER_FRAME:span.hi * SAMPLES_PER_FRAME].copy()
 
 
 def _renderer(total: int) -> tuple[_Render, np.ndarray, list[tuple[int, int]]]:
@@ -44,16 +46,31 @@ def _renderer(total: int) -> tuple[_Render, np.ndarray, list[tuple[int, int]]]:
 def test_the_parts_join_up_to_the_whole_sentence_and_the_first_is_small() -> None:
     render, signal, calls = _renderer(int(SENTENCE.sum()))
     parts = list(render_windows(render, SENTENCE, SETTINGS))
-    np.testing.assert_allclose(np.concatenate(parts), signal, atol=1e-6)  # identical frames cross-fade into themselves
+    skipped = (20 - SETTINGS.pad_frames) * SAMPLES_PER_FRAME  # the start pad's frames not rendered: silence
+    joined = np.concatenate(parts)
+    assert not joined[:skipped].any()
+    np.testing.assert_allclose(joined[skipped:], signal[skipped:], atol=1e-6)  # same frames cross-fade into themselves
     assert len(parts) >= 2
     assert len(parts[0]) == (20 + SETTINGS.first_frames) * SAMPLES_PER_FRAME
-    assert calls[0] == (0, 20 + SETTINGS.first_frames + SETTINGS.right_frames)
+    assert calls[0] == (20 - SETTINGS.pad_frames, 20 + SETTINGS.first_frames + SETTINGS.right_frames)
+    # The rendered pad frames stand for the whole pad in the first window's norms, its closing frames weigh more.
+    first = render.spans[0]
+    assert (first.lead, first.lead * first.lead_weight) == (SETTINGS.pad_frames, 20)
+    assert first.closing_weight == SETTINGS.closing_weight
+    assert all(s.lead == 0 and s.closing == 0 for s in render.spans[1:])
     assert all(lo > 0 for lo, _hi in calls[1:])  # later windows start inside the sentence, with their left context
     # Only the first window's norms are shown the sentence's close; the later ones reach it or see enough.
     assert render.closings == [SETTINGS.closing_frames] + [0] * (len(calls) - 1)
     again, _signal, calls_again = _renderer(int(SENTENCE.sum()))
     list(render_windows(again, SENTENCE, SETTINGS))
     assert calls_again == calls  # no clock in the plan: the same sentence, the same windows, the same audio
+
+
+def test_with_pad_frames_0_the_first_window_renders_the_whole_pad_counted_once() -> None:
+    render, signal, calls = _renderer(int(SENTENCE.sum()))
+    whole_pad = dataclasses.replace(SETTINGS, pad_frames=0)
+    np.testing.assert_allclose(np.concatenate(list(render_windows(render, SENTENCE, whole_pad))), signal, atol=1e-6)
+    assert calls[0][0] == 0 and render.spans[0].lead == 0
 
 
 def test_no_window_is_late_for_its_listener_at_the_cost_it_is_sized_for() -> None:
