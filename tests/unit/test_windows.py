@@ -46,18 +46,10 @@ def _renderer(total: int) -> tuple[_Render, np.ndarray, list[tuple[int, int]]]:
 def test_the_parts_join_up_to_the_whole_sentence_and_the_first_is_small() -> None:
     render, signal, calls = _renderer(int(SENTENCE.sum()))
     parts = list(render_windows(render, SENTENCE, SETTINGS))
-    skipped = (20 - SETTINGS.pad_frames) * SAMPLES_PER_FRAME  # the start pad's frames not rendered: silence
-    joined = np.concatenate(parts)
-    assert not joined[:skipped].any()
-    np.testing.assert_allclose(joined[skipped:], signal[skipped:], atol=1e-6)  # same frames cross-fade into themselves
+    np.testing.assert_allclose(np.concatenate(parts), signal, atol=1e-6)  # identical frames cross-fade into themselves
     assert len(parts) >= 2
     assert len(parts[0]) == (20 + SETTINGS.first_frames) * SAMPLES_PER_FRAME
-    assert calls[0] == (20 - SETTINGS.pad_frames, 20 + SETTINGS.first_frames + SETTINGS.right_frames)
-    # The rendered pad frames stand for the whole pad in the first window's norms, its closing frames weigh more.
-    first = render.spans[0]
-    assert (first.lead, first.lead * first.lead_weight) == (SETTINGS.pad_frames, 20)
-    assert first.closing_weight == SETTINGS.closing_weight
-    assert all(s.lead == 0 and s.closing == 0 for s in render.spans[1:])
+    assert calls[0] == (0, 20 + SETTINGS.first_frames + SETTINGS.right_frames)
     assert all(lo > 0 for lo, _hi in calls[1:])  # later windows start inside the sentence, with their left context
     # Only the first window's norms are shown the sentence's close; the later ones reach it or see enough.
     assert render.closings == [SETTINGS.closing_frames] + [0] * (len(calls) - 1)
@@ -66,11 +58,20 @@ def test_the_parts_join_up_to_the_whole_sentence_and_the_first_is_small() -> Non
     assert calls_again == calls  # no clock in the plan: the same sentence, the same windows, the same audio
 
 
-def test_with_pad_frames_0_the_first_window_renders_the_whole_pad_counted_once() -> None:
+def test_a_first_window_of_a_few_pad_frames_counts_them_for_the_whole_pad() -> None:
     render, signal, calls = _renderer(int(SENTENCE.sum()))
-    whole_pad = dataclasses.replace(SETTINGS, pad_frames=0)
-    np.testing.assert_allclose(np.concatenate(list(render_windows(render, SENTENCE, whole_pad))), signal, atol=1e-6)
-    assert calls[0][0] == 0 and render.spans[0].lead == 0
+    few = dataclasses.replace(SETTINGS, pad_frames=8, closing_weight=2.0)
+    joined = np.concatenate(list(render_windows(render, SENTENCE, few)))
+    skipped = (20 - 8) * SAMPLES_PER_FRAME  # the start pad's frames not rendered are sent as silence
+    assert len(joined) == len(signal) and not joined[:skipped].any()
+    np.testing.assert_allclose(joined[skipped:], signal[skipped:], atol=1e-6)
+    assert calls[0] == (20 - 8, 20 + SETTINGS.first_frames + SETTINGS.right_frames)
+    first = render.spans[0]
+    assert (first.lead, first.lead * first.lead_weight, first.closing_weight) == (8, 20, 2.0)
+    assert all(s.lead == 0 and s.closing == 0 for s in render.spans[1:])  # later windows: plain norms
+    again, _signal, _calls = _renderer(int(SENTENCE.sum()))
+    list(render_windows(again, SENTENCE, SETTINGS))
+    assert again.spans[0].lead == 0 and again.spans[0].closing_weight == 1.0  # the default renders the whole pad
 
 
 def test_no_window_is_late_for_its_listener_at_the_cost_it_is_sized_for() -> None:

@@ -14,10 +14,11 @@ sentence's start, so the sentence's last ``closing_frames`` (the phrase-final sy
 silence) are rendered beside it for the norms alone: over a first window those statistics are what it lacks most
 (eager float32: first part 3.2 -> 2.1 dB from the whole render for 16 frames more, where 16 more of right context
 gave 3.0, ``benchmarks/window_norms.py``; int8, 8 of them in place of 8 frames of right context: 3.8 -> 3.1 dB,
-``benchmarks/window_vocoder.py``), each counted ``closing_weight`` times (``graphs.norm_weights``). Of the start pad's
-silence (~20 frames) it renders only the last ``pad_frames``, each counted for as many of the pad's frames as it
-stands for: the norms need the pad's share of silence, not every frame of it rendered (the skipped frames' audio is
-silence, sent as zeros). Each later one is as large as can be
+``benchmarks/window_vocoder.py``), each counted ``closing_weight`` times (``graphs.norm_weights``). It may render only
+the last ``pad_frames`` of the start pad's silence (~20 frames), each counted for as many of the pad's frames as it
+stands for (the skipped frames' audio is silence, sent as zeros): 12 frames less to wait for and as close to the whole
+render in log-mel distance, but Whisper heard it worse (+0.41 points against +0.17, docs/BENCHMARKS.md, third pass),
+so by default the whole pad is rendered. Each later one is as large as can be
 rendered, at ``frame_ms`` a frame, before the audio already handed over has played out, so a window is never late
 for its listener; what is left once it fits is rendered in one piece. The plan depends on the frames and the
 settings alone, never on a clock: the same sentence rendered in windows always gives the same audio (tests, caches
