@@ -12,6 +12,7 @@ all sentences (edits / reference syllables):
   (``text.first_clause_chars: 12``) to the default server, as it was shipped before the windows.
 
     python benchmarks/announce_ear.py [--set tests/unit/text/data/announce_holdout.tsv] [--out out/announce-ear]
+        [--part replies --voices zf_xiaobei ... --windows pad_frames=0,closing_weight=1]
 
 About 10 minutes on 2 CPU cores (the model synthesises, Whisper base transcribes).
 """
@@ -99,6 +100,8 @@ def main() -> int:
     parser.add_argument("--out", default="out/announce-ear")
     parser.add_argument("--part", choices=("both", "set", "replies"), default="both", help="which comparison to run")
     parser.add_argument("--cut", action="store_true", help="replies: the default server also cuts a first chunk")
+    parser.add_argument("--windows", default="",
+                        help="replies: engine.windows overrides for the default server (pad_frames=0,closing_weight=1)")
     parser.add_argument("--voices", nargs="+", default=[None],
                         help="replies: speak them in each of these voices (more syllables, a tighter bound)")
     args = parser.parse_args()
@@ -108,7 +111,9 @@ def main() -> int:
     configs = Path(tempfile.mkdtemp())
     nocut, default = configs / "whole.yaml", configs / "default.yaml"
     nocut.write_text("engine:\n  windows:\n    first_frames: 0\ntext:\n  first_clause_chars: 0\n", encoding="utf-8")
-    default.write_text(f"text:\n  first_clause_chars: {12 if args.cut else 0}\n", encoding="utf-8")
+    windows = "".join(f"    {k}: {v}\n" for k, v in (item.split("=") for item in args.windows.split(",") if item))
+    default.write_text(f"text:\n  first_clause_chars: {12 if args.cut else 0}\n"
+                       + (f"engine:\n  windows:\n{windows}" if windows else ""), encoding="utf-8")
     ours = _server("fasttts", str(default), out / "logs")
     plain = None
     rates: dict[str, float] = {}

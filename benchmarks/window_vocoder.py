@@ -29,7 +29,7 @@ sys.path[:0] = [str(ROOT)]
 from wyoming_fasttts.assets import ensure_assets, load_vocab, phoneme_ids  # noqa: E402
 from wyoming_fasttts.backends.alignment import SAMPLES_PER_FRAME, alignment, frame_counts  # noqa: E402
 from wyoming_fasttts.backends.onnxruntime import Windowed, _Vocoder, pad_tokens, session_options  # noqa: E402
-from wyoming_fasttts.backends.windows import render_windows  # noqa: E402
+from wyoming_fasttts.backends.windows import Span, render_windows  # noqa: E402
 from wyoming_fasttts.config import load_settings  # noqa: E402
 from wyoming_fasttts.doctor.parity import mel_distance_db  # noqa: E402
 from wyoming_fasttts.graphs.convert import ensure_graphs  # noqa: E402
@@ -77,16 +77,16 @@ def main() -> int:
         frames = frame_counts(durations, settings.engine.tail_frames)
         feeds = {"alignment": alignment(frames), "d": d, "t_en": t_en, "style": style}
         span = vocoder._halves(feeds, ort.RunOptions())
-        whole = span(0, int(frames.sum()), 0)
+        whole = span(Span(0, int(frames.sum())))
         for spec in args.set:
             changes = {k: type(getattr(settings.engine.windows, k))(v)
                        for k, v in (item.split("=") for item in spec.split(",") if item)}
             cfg = dataclasses.replace(settings.engine.windows, **changes)
             rendered = [0]
 
-            def counted(lo: int, hi: int, closing: int, rendered: list[int] = rendered, span=span) -> np.ndarray:
-                rendered[0] += hi - lo + closing
-                return span(lo, hi, closing)
+            def counted(s: Span, rendered: list[int] = rendered, span=span) -> np.ndarray:
+                rendered[0] += s.hi - s.lo + s.closing
+                return span(s)
 
             parts = list(render_windows(counted, frames, cfg))
             joined, speech = np.concatenate(parts), int(frames[0]) * SAMPLES_PER_FRAME

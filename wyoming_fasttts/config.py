@@ -89,6 +89,10 @@ class WindowSettings:
     right_frames: int
     closing_frames: int
     """The sentence's last frames rendered beside its first window, seen by that window's instance norms alone."""
+    closing_weight: float
+    """How many times the first window's norms count each of those frames."""
+    pad_frames: int
+    """The start pad's frames the first window renders (the last ones), counted for the whole pad; 0 = all of it."""
     fade_frames: int
     frame_ms: float
     """What rendering one frame is taken to cost when sizing the later windows (a setting, not a measurement, so

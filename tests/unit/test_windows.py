@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 
 from wyoming_fasttts.backends.alignment import SAMPLES_PER_FRAME
-from wyoming_fasttts.backends.windows import FRAME_SECONDS, render_windows, slow_machine
+from wyoming_fasttts.backends.windows import FRAME_SECONDS, Span, render_windows, slow_machine
 from wyoming_fasttts.config import load_settings
 
 SETTINGS = load_settings().engine.windows
@@ -28,12 +28,14 @@ class _Render:
         self.signal = np.sin(np.arange(total * SAMPLES_PER_FRAME, dtype=np.float32) * 0.01)
         self.calls: list[tuple[int, int]] = []
         self.closings: list[int] = []
+        self.spans: list[Span] = []
 
-    def __call__(self, lo: int, hi: int, closing: int) -> np.ndarray:
-        assert 0 <= lo < hi <= self.total - closing
-        self.calls.append((lo, hi))
-        self.closings.append(closing)
-        return self.signal[lo * SAMPLES_PER_FRAME:hi * SAMPLES_PER_FRAME].copy()
+    def __call__(self, span: Span) -> np.ndarray:
+        assert 0 <= span.lo < span.hi <= self.total - span.closing
+        self.calls.append((span.lo, span.hi))
+        self.closings.append(span.closing)
+        self.spans.append(span)
+        return self.signal[span.lo * SAMPLES_PER_FRAME:span.hi * SAMPLES_PER_FRAME].copy()
 
 
 def _renderer(total: int) -> tuple[_Render, np.ndarray, list[tuple[int, int]]]:
@@ -54,6 +56,22 @@ def test_the_parts_join_up_to_the_whole_sentence_and_the_first_is_small() -> Non
     again, _signal, calls_again = _renderer(int(SENTENCE.sum()))
     list(render_windows(again, SENTENCE, SETTINGS))
     assert calls_again == calls  # no clock in the plan: the same sentence, the same windows, the same audio
+
+
+def test_a_first_window_of_a_few_pad_frames_counts_them_for_the_whole_pad() -> None:
+    render, signal, calls = _renderer(int(SENTENCE.sum()))
+    few = dataclasses.replace(SETTINGS, pad_frames=8, closing_weight=2.0)
+    joined = np.concatenate(list(render_windows(render, SENTENCE, few)))
+    skipped = (20 - 8) * SAMPLES_PER_FRAME  # the start pad's frames not rendered are sent as silence
+    assert len(joined) == len(signal) and not joined[:skipped].any()
+    np.testing.assert_allclose(joined[skipped:], signal[skipped:], atol=1e-6)
+    assert calls[0] == (20 - 8, 20 + SETTINGS.first_frames + SETTINGS.right_frames)
+    first = render.spans[0]
+    assert (first.lead, first.lead * first.lead_weight, first.closing_weight) == (8, 20, 2.0)
+    assert all(s.lead == 0 and s.closing == 0 for s in render.spans[1:])  # later windows: plain norms
+    again, _signal, _calls = _renderer(int(SENTENCE.sum()))
+    list(render_windows(again, SENTENCE, SETTINGS))
+    assert again.spans[0].lead == 0 and again.spans[0].closing_weight == 1.0  # the default renders the whole pad
 
 
 def test_no_window_is_late_for_its_listener_at_the_cost_it_is_sized_for() -> None:

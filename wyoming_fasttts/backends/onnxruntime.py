@@ -36,7 +36,7 @@ from ..assets import ModelAssets
 from ..config import Settings, WindowSettings
 from .alignment import SAMPLES_PER_FRAME, alignment, frame_counts
 from .batching import stage1_feeds, stage2_feeds, unpad_audio
-from .windows import Render, render_windows, slow_machine
+from .windows import NORM_FRAMES, NORM_WEIGHTS, Render, Span, render_windows, slow_machine
 
 if TYPE_CHECKING:
     from ..graphs.batched import BatchedGraphs
@@ -140,7 +140,7 @@ class _Vocoder:
         if self._render is None:
             return np.asarray(self._first.run(None, feeds, options)[0]).reshape(-1)
         halves = self._halves(feeds, options)
-        return halves(0, feeds["alignment"].shape[2], 0)
+        return halves(Span(0, feeds["alignment"].shape[2]))
 
     def parts(self, feeds: dict[str, np.ndarray], frames: np.ndarray, options: ort.RunOptions) -> Iterator[np.ndarray]:
         if self._windows is None:
@@ -156,11 +156,11 @@ class _Vocoder:
         """Run both halves once over all frames, then time a first window's worth of frames and warn where this
         machine renders a frame slower than the windows are sized for."""
         assert self._windows is not None
-        span = self._halves(feeds, options)
-        span(0, feeds["alignment"].shape[2], 0)
+        render = self._halves(feeds, options)
+        render(Span(0, feeds["alignment"].shape[2]))
         frames = min(64, feeds["alignment"].shape[2])  # about a first window
         started = time.perf_counter()
-        span(0, frames, 0)
+        render(Span(0, frames))
         if problem := slow_machine(self._windows.settings, frames, time.perf_counter() - started):
             _LOGGER.warning("%s", problem)
 
@@ -171,15 +171,19 @@ class _Vocoder:
         asr, f0, energy, source = self._first.run(None, feeds, options)
         style, total = feeds["style"], asr.shape[2]
 
-        def span(lo: int, hi: int, closing: int) -> np.ndarray:
-            spans = [(lo, hi), (total - closing, total)] if closing else [(lo, hi)]
+        def span(s: Span) -> np.ndarray:
+            spans = [(s.lo, s.hi), (total - s.closing, total)] if s.closing else [(s.lo, s.hi)]
 
             def cut(x: np.ndarray, per_frame: int, axis: int) -> np.ndarray:
                 return np.concatenate([x.take(range(per_frame * a, per_frame * b), axis) for a, b in spans], axis)
 
-            out = render.run(None, {"asr": cut(asr, 1, 2), "f0": cut(f0, 2, 1), "energy": cut(energy, 2, 1),
-                                    "source": cut(source, SAMPLES_PER_FRAME, 1), "style": style}, options)[0]
-            return np.asarray(out, np.float32).reshape(-1)[:(hi - lo) * SAMPLES_PER_FRAME]
+            out = render.run(None, {
+                "asr": cut(asr, 1, 2), "f0": cut(f0, 2, 1), "energy": cut(energy, 2, 1),
+                "source": cut(source, SAMPLES_PER_FRAME, 1), "style": style,
+                NORM_FRAMES: np.array([s.lead, s.closing], np.int64),
+                NORM_WEIGHTS: np.array([s.lead_weight - 1, s.closing_weight - 1], np.float32),
+            }, options)[0]
+            return np.asarray(out, np.float32).reshape(-1)[:(s.hi - s.lo) * SAMPLES_PER_FRAME]
 
         return span
 

@@ -14,7 +14,11 @@ sentence's start, so the sentence's last ``closing_frames`` (the phrase-final sy
 silence) are rendered beside it for the norms alone: over a first window those statistics are what it lacks most
 (eager float32: first part 3.2 -> 2.1 dB from the whole render for 16 frames more, where 16 more of right context
 gave 3.0, ``benchmarks/window_norms.py``; int8, 8 of them in place of 8 frames of right context: 3.8 -> 3.1 dB,
-``benchmarks/window_vocoder.py``). Each later one is as large as can be
+``benchmarks/window_vocoder.py``), each counted ``closing_weight`` times (``graphs.norm_weights``). It may render only
+the last ``pad_frames`` of the start pad's silence (~20 frames), each counted for as many of the pad's frames as it
+stands for (the skipped frames' audio is silence, sent as zeros): 12 frames less to wait for and as close to the whole
+render in log-mel distance, but Whisper heard it worse (+0.41 points against +0.17, docs/BENCHMARKS.md, third pass),
+so by default the whole pad is rendered. Each later one is as large as can be
 rendered, at ``frame_ms`` a frame, before the audio already handed over has played out, so a window is never late
 for its listener; what is left once it fits is rendered in one piece. The plan depends on the frames and the
 settings alone, never on a clock: the same sentence rendered in windows always gives the same audio (tests, caches
@@ -26,6 +30,7 @@ seams, as the tables in docs/BENCHMARKS.md measure.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,24 +41,43 @@ from .alignment import SAMPLES_PER_FRAME
 FRAME_SECONDS = SAMPLES_PER_FRAME / SAMPLE_RATE
 
 
-Render = Callable[[int, int, int], np.ndarray]
-"""``render(lo, hi, closing)``: the decoder and generator over frames [lo, hi) of the sentence, 600 samples a frame,
-with the sentence's last ``closing`` frames joined after them for the instance norms (their audio is not returned)."""
+@dataclass(frozen=True)
+class Span:
+    """Frames [lo, hi) of a sentence to render, and what its instance norms see besides (the first window's)."""
+
+    lo: int
+    hi: int
+    closing: int = 0
+    """The sentence's last frames, joined after [lo, hi) for the norms alone (their audio is not returned)."""
+    lead: int = 0
+    """The span's first frames, each counted ``lead_weight`` times by the norms."""
+    lead_weight: float = 1.0
+    closing_weight: float = 1.0
+
+
+Render = Callable[[Span], np.ndarray]
+"""The decoder and generator over a span of the sentence's frames: its audio, 600 samples a frame."""
+
+NORM_FRAMES = "norm_frames"
+"""The render graph's int64 [2] input (``graphs.norm_weights``): a span's ``lead`` and ``closing`` frames."""
+NORM_WEIGHTS = "norm_weights"
+"""Its float [2] input: the extra weight of each of those frames in the norms (``lead_weight - 1``, ...)."""
 
 
 def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings) -> Iterator[np.ndarray]:
     """A sentence's audio in consecutive parts, from frames per token (stage 1's, as the alignment has them).
 
-    The parts joined are as long as the sentence's audio. The first window starts at frame 0, start pad and
-    all: its instance norms need the pad's silence (started 8 frames before the speech, the first window's
-    speech differed from the full render's by 4.5-8.0 dB, from 0 by 2.8-4.9). A sentence whose speech fits in
-    the first window plus one more of its size is rendered whole, as one part.
+    The parts joined are as long as the sentence's audio. The first window's instance norms need the start pad's
+    silence: started 8 frames before the speech with those frames counted once, its speech differed from the full
+    render's by 4.5-8.0 dB, from frame 0 by 2.8-4.9; counted for the whole pad, by about as much as from frame 0
+    (``_first_span``). A sentence whose speech fits in the first window plus one more of its size is rendered
+    whole, as one part.
     """
     total = int(frames.sum())
     speech = int(frames[0])  # the start pad's frames: the first token's speech starts here
     first_end = speech + settings.first_frames
     if settings.first_frames <= 0 or total - first_end < settings.first_frames:
-        yield render(0, total, 0)
+        yield render(Span(0, total))
         return
     s, e = 0, first_end
     fade = min(settings.fade_frames, settings.right_frames) * SAMPLES_PER_FRAME
@@ -61,13 +85,16 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings)
     per_frame = settings.frame_ms / 1000
     busy = 0.0  # seconds of rendering since the first part was handed over
     while True:
-        lo = max(0, s - settings.left_frames)
         hi = total if e >= total else min(total, e + settings.right_frames)
-        closing = 0 if s else max(0, min(settings.closing_frames, total - hi))
-        audio = render(lo, hi, closing)
         if s:
-            busy += (hi - lo) * per_frame
-        part = audio[(s - lo) * SAMPLES_PER_FRAME:]
+            span = Span(max(0, s - settings.left_frames), hi)
+            busy += (hi - span.lo) * per_frame
+            part = render(span)[(s - span.lo) * SAMPLES_PER_FRAME:]
+        else:
+            span = _first_span(speech, hi, total, settings)
+            part = render(span)
+            if span.lo:  # the start pad's frames before the span: silence
+                part = np.concatenate([np.zeros(span.lo * SAMPLES_PER_FRAME, np.float32), part])
         if held is not None:
             part = part.copy()
             ramp = 0.5 - 0.5 * np.cos(np.linspace(0.0, np.pi, len(held), dtype=np.float32))
@@ -88,6 +115,14 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings)
             if total - nxt < settings.first_frames:
                 nxt = total
         s, e = e, nxt
+
+
+def _first_span(pad: int, hi: int, total: int, settings: WindowSettings) -> Span:
+    """The first window: the start pad's last ``pad_frames`` standing for all ``pad`` of its frames, the sentence's
+    close joined after it, both weighed in its norms."""
+    lead = settings.pad_frames if 0 < settings.pad_frames < pad else 0
+    return Span(pad - lead if lead else 0, hi, closing=max(0, min(settings.closing_frames, total - hi)),
+                lead=lead, lead_weight=pad / lead if lead else 1.0, closing_weight=settings.closing_weight)
 
 
 def slow_machine(settings: WindowSettings, frames: int, seconds: float) -> str | None:

@@ -7,7 +7,8 @@ Two sets come out of one pipeline:
   TensorRT-RTX build their plans from these; ONNX Runtime CUDA runs them.
 * ``int8``: the shipped graph split at the same point, for ONNX Runtime on the CPU, where the int8
   kernels are the fast ones and the split lets the host cap the silent edges before the vocoder runs; its
-  stage 2 also split once more (``prosody``, ``render``) for rendering in frame windows (``backends.windows``).
+  stage 2 also split once more (``prosody``, ``render``) for rendering in frame windows (``backends.windows``),
+  the render's instance norms weighed at a span's edges (``norm_weights``).
 
 The cache directory is named by a hash over the model file and the source of the rewrite modules, so a
 new model or a changed rewrite can never be served a stale graph; a manifest written last marks a
@@ -24,7 +25,7 @@ from pathlib import Path
 import onnx
 
 from ..assets import sha256_of
-from . import dequantize, onnx_edit, split, stft_conv, trt_fixes
+from . import dequantize, norm_weights, onnx_edit, split, stft_conv, trt_fixes
 from .cache import CachedFile, build_once, file_entry, read_manifest, write_manifest
 
 _LOGGER = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ FLAVOURS = ("float", "int8")
 VOCODER_PARTS = ("prosody", "render")
 """Stage 2 of the int8 flavour cut in two (``split.split_vocoder``), stored beside it."""
 _FILES = {"float": STAGES, "int8": (*STAGES, *VOCODER_PARTS)}
-_PIPELINE_MODULES = (dequantize, onnx_edit, split, stft_conv, trt_fixes)
+_PIPELINE_MODULES = (dequantize, norm_weights, onnx_edit, split, stft_conv, trt_fixes)
 
 
 class GraphError(RuntimeError):
@@ -74,7 +75,8 @@ def _write_stages(model: onnx.ModelProto, directory: Path, flavour: str) -> dict
     stages = split.split(model)
     graphs = {"stage1": stages.stage1, "stage2": stages.stage2}
     if "prosody" in _FILES[flavour]:
-        graphs["prosody"], graphs["render"] = split.split_vocoder(stages.stage2)
+        graphs["prosody"], render = split.split_vocoder(stages.stage2)
+        graphs["render"] = norm_weights.weighted_norms(render)
     out: dict[str, dict[str, str | int]] = {}
     for stage in _FILES[flavour]:
         graph = graphs[stage]
