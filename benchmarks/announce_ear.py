@@ -94,6 +94,12 @@ def paired_difference(ours: list[dict], theirs: list[dict], resamples: int = 200
             "se": round(float(boot.std()), 3), "texts": len(n), "texts_differing": int((delta != 0).sum())}
 
 
+def windows_yaml(spec: str) -> str:
+    """``engine.windows`` overrides as config YAML from ``key=value,...`` ("" for none; ``window_ttfa.py`` too)."""
+    items = [item.split("=") for item in spec.split(",") if item]
+    return "engine:\n  windows:\n" + "".join(f"    {k}: {v}\n" for k, v in items) if items else ""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", default=str(ROOT / "tests/unit/text/data/announce_holdout.tsv"))
@@ -111,9 +117,8 @@ def main() -> int:
     configs = Path(tempfile.mkdtemp())
     nocut, default = configs / "whole.yaml", configs / "default.yaml"
     nocut.write_text("engine:\n  windows:\n    first_frames: 0\ntext:\n  first_clause_chars: 0\n", encoding="utf-8")
-    windows = "".join(f"    {k}: {v}\n" for k, v in (item.split("=") for item in args.windows.split(",") if item))
-    default.write_text(f"text:\n  first_clause_chars: {12 if args.cut else 0}\n"
-                       + (f"engine:\n  windows:\n{windows}" if windows else ""), encoding="utf-8")
+    default.write_text(f"text:\n  first_clause_chars: {12 if args.cut else 0}\n" + windows_yaml(args.windows),
+                       encoding="utf-8")
     ours = _server("fasttts", str(default), out / "logs")
     plain = None
     rates: dict[str, float] = {}

@@ -25,19 +25,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
 
-from announce_ear import REPLIES  # noqa: E402
+from announce_ear import REPLIES, windows_yaml  # noqa: E402
 
 from wyoming_fasttts.bench.load import Sample, one  # noqa: E402
 from wyoming_fasttts.bench.servers import Served, baseline_command, free_port, start  # noqa: E402
 from wyoming_fasttts.config import load_settings  # noqa: E402
 
 PLAIN = "plain server"
-
-
-def _config(spec: str) -> str:
-    """``engine.windows`` overrides as YAML from ``key=value,...``."""
-    items = [item.split("=") for item in spec.split(",") if item]
-    return "engine:\n  windows:\n" + "".join(f"    {k}: {v}\n" for k, v in items) if items else "{}\n"
 
 
 def main() -> int:
@@ -52,7 +46,7 @@ def main() -> int:
     try:
         for n, spec in enumerate(args.set):
             config, port = logs / f"windows{n}.yaml", free_port()
-            config.write_text(_config(spec), encoding="utf-8")
+            config.write_text(windows_yaml(spec) or "{}\n", encoding="utf-8")
             cmd = [sys.executable, "-m", "wyoming_fasttts", "serve", "--uri", f"tcp://127.0.0.1:{port}",
                    "--http-uri", "", "--engine", "onnxruntime", "--config", str(config)]
             servers[spec or "defaults"] = start(f"windows{n}", cmd, port, logs)

@@ -21,19 +21,17 @@ LONG = np.array([18, *([10] * 40), 28, 12, 4])  # 462 frames
 
 
 class _Render:
-    """A render whose frames do not depend on the window; it records each call's span and closing frames."""
+    """A render whose frames do not depend on the window; it records each call's span."""
 
     def __init__(self, total: int) -> None:
         self.total = total
         self.signal = np.sin(np.arange(total * SAMPLES_PER_FRAME, dtype=np.float32) * 0.01)
         self.calls: list[tuple[int, int]] = []
-        self.closings: list[int] = []
         self.spans: list[Span] = []
 
     def __call__(self, span: Span) -> np.ndarray:
         assert 0 <= span.lo < span.hi <= self.total - span.closing
         self.calls.append((span.lo, span.hi))
-        self.closings.append(span.closing)
         self.spans.append(span)
         return self.signal[span.lo * SAMPLES_PER_FRAME:span.hi * SAMPLES_PER_FRAME].copy()
 
@@ -52,7 +50,7 @@ def test_the_parts_join_up_to_the_whole_sentence_and_the_first_is_small() -> Non
     assert calls[0] == (0, 20 + SETTINGS.first_frames + SETTINGS.right_frames)
     assert all(lo > 0 for lo, _hi in calls[1:])  # later windows start inside the sentence, with their left context
     # Only the first window's norms are shown the sentence's close; the later ones reach it or see enough.
-    assert render.closings == [SETTINGS.closing_frames] + [0] * (len(calls) - 1)
+    assert [s.closing for s in render.spans] == [SETTINGS.closing_frames] + [0] * (len(calls) - 1)
     again, _signal, calls_again = _renderer(int(SENTENCE.sum()))
     list(render_windows(again, SENTENCE, SETTINGS))
     assert calls_again == calls  # no clock in the plan: the same sentence, the same windows, the same audio

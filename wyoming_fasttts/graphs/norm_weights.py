@@ -18,8 +18,8 @@ where ``lead`` and ``tail`` are the first ``P = p * r`` and last ``Q = q * r`` s
 weight of each (a frame of weight 3 has ``a = 2``). Inputs ``norm_frames`` = [p, q] and ``norm_weights`` = [a, b];
 with both weights 0 the correction is exactly zero and the graph gives the unweighted render to the bit. The sums
 run over the edge slices only (a few frames), so the rewrite costs small reductions, not passes over every step;
-alpha, beta and gamma are computed once per tensor length (a norm's two means share theirs): +2% render time as
-first written with a block per mean, measured on the 2-core EPYC.
+alpha, beta and gamma are computed once per tensor length (a norm's two means share theirs): +0.4-0.9% render
+time with the weights on (a block per mean cost +2.2%; 2-core EPYC, docs/BENCHMARKS.md "Frame windows, third pass").
 """
 
 from __future__ import annotations
