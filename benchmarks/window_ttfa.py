@@ -67,18 +67,20 @@ def main() -> int:
     plain = np.array([sample.first_audio_s for sample in samples[PLAIN]])
     picks = np.random.default_rng(0).integers(0, len(plain), (10000, len(plain)))
     print("| setting | TTFA mean (p50) ms | ratio to the plain server (95% interval) | whole reply mean ms "
-          "| requests |")
-    print("|---|---|---|---|---|")
+          "| stalled requests, stall mean ms | requests |")
+    print("|---|---|---|---|---|---|")
     report = {}
     for name, got in samples.items():
         first = np.array([sample.first_audio_s for sample in got])
         total = [sample.latency_s for sample in got]
         ratios = first[picks].mean(1) / plain[picks].mean(1)
         lo, hi = np.percentile(ratios, [2.5, 97.5])
+        stalls = [sample.stall_s for sample in got]
         report[name] = {"ttfa_s": first.tolist(), "total_s": total, "ratio": first.mean() / plain.mean(),
-                        "ratio_ci95": [lo, hi]}
+                        "ratio_ci95": [lo, hi], "stall_s": stalls}
         print(f"| {name} | {1000 * first.mean():.0f} ({1000 * np.median(first):.0f}) | "
-              f"{first.mean() / plain.mean():.3f} ({lo:.3f}-{hi:.3f}) | {1000 * np.mean(total):.0f} | {len(got)} |")
+              f"{first.mean() / plain.mean():.3f} ({lo:.3f}-{hi:.3f}) | {1000 * np.mean(total):.0f} | "
+              f"{sum(s > 0 for s in stalls)}, {1000 * np.mean(stalls):.0f} | {len(got)} |")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"settings": args.set, "rounds": args.rounds, "servers": report}, indent=1),
                               encoding="utf-8")

@@ -27,7 +27,8 @@ class ServerError(RuntimeError):
 
 @dataclass
 class Reply:
-    """What came back: PCM, the format, how many audio cycles, and when the first audio arrived."""
+    """What came back: PCM, the format, how many audio cycles, when the first audio arrived, and how long a
+    player that starts with the first chunk and plays each as it comes would have run dry (``stall_s``)."""
 
     pcm: bytearray = field(default_factory=bytearray)
     rate: int = 24000
@@ -35,10 +36,23 @@ class Reply:
     channels: int = 1
     cycles: int = 0
     first_audio_s: float | None = None
+    stall_s: float = 0.0
+    _heard_until: float = field(default=0.0, repr=False)
 
     @property
     def seconds(self) -> float:
         return len(self.pcm) / (self.rate * self.width * self.channels)
+
+    def add(self, audio: bytes, at: float) -> None:
+        """A chunk arrived at ``at`` (seconds since the request): append it; a chunk that comes after the audio
+        before it has played out is a gap the listener hears (a stall), counted from when the audio ran out."""
+        if self.first_audio_s is None:
+            self.first_audio_s = self._heard_until = at
+        elif at > self._heard_until:
+            self.stall_s += at - self._heard_until
+            self._heard_until = at
+        self._heard_until += len(audio) / (self.rate * self.width * self.channels)
+        self.pcm += audio
 
 
 async def say(uri: str, text: str, voice: str | None = None, stream: bool = False, speed: float | None = None) -> Reply:
@@ -65,9 +79,7 @@ async def say(uri: str, text: str, voice: str | None = None, stream: bool = Fals
                 fmt = AudioStart.from_event(event)
                 reply.rate, reply.width, reply.channels = fmt.rate, fmt.width, fmt.channels
             elif AudioChunk.is_type(event.type):
-                if reply.first_audio_s is None:
-                    reply.first_audio_s = time.perf_counter() - start
-                reply.pcm += AudioChunk.from_event(event).audio
+                reply.add(AudioChunk.from_event(event).audio, time.perf_counter() - start)
             elif AudioStop.is_type(event.type):
                 reply.cycles += 1
                 if not stream:

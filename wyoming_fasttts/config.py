@@ -95,8 +95,8 @@ class WindowSettings:
     """The start pad's frames the first window renders (the last ones), counted for the whole pad; 0 = all of it."""
     fade_frames: int
     frame_ms: float
-    """What rendering one frame is taken to cost when sizing the later windows (a setting, not a measurement, so
-    the same sentence always gives the same audio); the engine warns at start-up where it measures more."""
+    """What rendering one frame is taken to cost when sizing the later windows; 0: measured by the engine at
+    start-up. A number pins it (the engine warns where it measures more)."""
     margin: float
     """Share of the audio already handed over that the next window may take to render (the rest is slack)."""
 

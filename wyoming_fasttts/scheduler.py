@@ -50,6 +50,7 @@ class _Job:
     loop: asyncio.AbstractEventLoop = field(compare=False)
     enqueued: float = field(compare=False)
     on_part: Callable[[np.ndarray], None] | None = field(compare=False, default=None)
+    deadline: Callable[[], float] | None = field(compare=False, default=None)
 
 
 class _EngineLease:
@@ -98,11 +99,13 @@ class Scheduler:
         return len(self._queue)
 
     async def synthesize(self, item: SynthesisItem, order: int = 0,
-                         on_part: Callable[[np.ndarray], None] | None = None) -> np.ndarray:
+                         on_part: Callable[[np.ndarray], None] | None = None,
+                         deadline: Callable[[], float] | None = None) -> np.ndarray:
         """Audio for one sentence; ``order`` is its position in its request (0 = the first, heard first).
 
         With ``on_part``, an engine that streams (``StreamingEngine``), given the sentence while nothing else
-        runs or waits, hands its audio over in parts as it renders them: each goes to ``on_part`` on the event
+        runs or waits, hands its audio over in parts as it renders them, each in time for a listener whose audio
+        before it runs out when ``deadline()`` says (``StreamingEngine.stream``): each goes to ``on_part`` on the event
         loop, in order, and the result is what is left (empty). Otherwise the result is the whole audio and
         ``on_part`` is not called.
         """
@@ -113,7 +116,7 @@ class Scheduler:
                 raise BusyError("server is shutting down")
             if len(self._queue) >= self._settings.max_queue:
                 raise BusyError(f"server busy: {len(self._queue)} sentences queued; try again shortly")
-            job = _Job((order, next(self._seq)), item, future, loop, time.monotonic(), on_part)
+            job = _Job((order, next(self._seq)), item, future, loop, time.monotonic(), on_part, deadline)
             heapq.heappush(self._queue, job)
             self._cond.notify()
         self._report_depth()
@@ -310,7 +313,7 @@ class Scheduler:
         stops the rendering at the next part."""
         assert job.on_part is not None
         on_part, rendered = job.on_part, 0
-        stream = engine.stream(job.item)
+        stream = engine.stream(job.item, job.deadline)
         try:
             for part in stream:
                 if job.future.done():

@@ -200,7 +200,7 @@ class Speech:
         self._order = 0
         self._cancelled = False
         self._heard_until = 0.0
-        """When (monotonic) the audio handed over so far will have played, were it played as it arrived."""
+        """When (monotonic) the audio sent so far will have played, were it played as it arrived."""
 
     def _window(self) -> int:
         """A request keeps as many sentences in flight as one batch of the current engine holds.
@@ -223,17 +223,12 @@ class Speech:
             style = self._synth.voices.style(self._voice, len(sentence.ids))
             item = SynthesisItem(sentence.ids, style, self._speed)
             parts: asyncio.Queue[np.ndarray] = asyncio.Queue()
-            # In parts only where its listener would wait for it: the first piece, or one that comes after the
-            # audio before it has played (text streamed slower than speech). Otherwise the piece before covers
-            # its rendering, and rendering it whole costs less (windows render their context twice).
-            waiting = self._order == 0 or time.monotonic() >= self._heard_until
-
-            def handed(part: np.ndarray, parts: asyncio.Queue[np.ndarray] = parts) -> None:
-                self._heard(part)
-                parts.put_nowait(part)
-
+            # A later piece is rendered while the audio before it plays: the engine plans its parts to be ready by
+            # the time that runs out (in one piece where it has the time; rendered whole regardless, a long
+            # sentence came 1-2 s late on a 2-core CPU without VNNI), read when it plans them. The first has its
+            # listener waiting (as has one whose text came after the audio before it had played): no deadline.
             task = asyncio.create_task(self._synth.scheduler.synthesize(
-                item, self._order, on_part=handed if waiting else None))
+                item, self._order, on_part=parts.put_nowait, deadline=self._heard_until_now if self._order else None))
             task.add_done_callback(self._rendered)
             self._tasks.put_nowait(_Rendering(task, parts, sentence.last))
             self._order += 1
@@ -242,12 +237,10 @@ class Speech:
         """A sentence has left the window (rendered, failed or cancelled): ``add`` may send the next."""
         self._in_flight -= 1
         self._room.set()
-        if not task.cancelled() and task.exception() is None:
-            self._heard(task.result())
 
-    def _heard(self, samples: np.ndarray) -> None:
-        """``samples`` handed over: the listener has that much more to hear (untrimmed, a rough measure)."""
-        self._heard_until = max(time.monotonic(), self._heard_until) + len(samples) / SAMPLE_RATE
+    def _heard_until_now(self) -> float:
+        """When the audio sent so far will have played (monotonic); read by the engine's worker thread."""
+        return self._heard_until
 
     def close(self) -> None:
         """No more sentences will be added."""
@@ -263,6 +256,8 @@ class Speech:
             trimmer = SilenceTrimmer(self._synth.settings.audio)
             async for samples in entry.parts():
                 if len(pcm := trimmer.part(samples)):
+                    # Trimmed, as the listener gets it: Kokoro's ~1.4 s of edge silence a sentence is not heard.
+                    self._heard_until = max(time.monotonic(), self._heard_until) + len(pcm) / SAMPLE_RATE
                     yield to_pcm16(pcm), False
             yield b"", entry.last
         if self._order == 0:

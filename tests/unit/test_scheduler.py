@@ -311,10 +311,12 @@ class StreamingGatedEngine(GatedEngine):
     def __init__(self) -> None:
         super().__init__()
         self.streams: list[int] = []
+        self.deadlines: list[Callable[[], float] | None] = []
         self.stopped = threading.Event()
 
-    def stream(self, item: SynthesisItem) -> Iterator[np.ndarray]:
+    def stream(self, item: SynthesisItem, deadline: Callable[[], float] | None = None) -> Iterator[np.ndarray]:
         self.streams.append(len(item))
+        self.deadlines.append(deadline)
         self.started.release()
         audio = np.asarray(item.ids, np.float32)
         try:
@@ -349,7 +351,8 @@ def test_a_sentence_alone_streams_its_parts_and_one_with_company_comes_whole() -
     async def body() -> None:
         first, on_part = await _first_part(scheduler, parts)
         assert len(parts) == 1  # the gate is shut: the rest is still rendering
-        behind = [asyncio.create_task(scheduler.synthesize(_item(n), on_part=on_part)) for n in (12, 9)]
+        behind = [asyncio.create_task(scheduler.synthesize(_item(n), on_part=on_part, deadline=lambda: 42.0))
+                  for n in (12, 9)]
         await _queued(scheduler, 2)
         engine.gate.set()
         assert len(await first) == 0  # every sample went to on_part
@@ -361,6 +364,8 @@ def test_a_sentence_alone_streams_its_parts_and_one_with_company_comes_whole() -
     _run(scheduler, body)
     np.testing.assert_array_equal(np.concatenate(parts[:3]), np.arange(30, dtype=np.float32))
     assert engine.streams == [30, 9]
+    first, later = engine.deadlines
+    assert first is None and later is not None and later() == 42.0  # each one's listener's deadline reaches it
 
 
 def test_a_client_that_goes_stops_the_rendering_of_its_parts() -> None:

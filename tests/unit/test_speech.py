@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from types import SimpleNamespace
 
@@ -23,7 +24,8 @@ class HeldScheduler:
         self.arrived = asyncio.Event()
 
     async def synthesize(self, item: SynthesisItem, order: int = 0,
-                         on_part: Callable[[np.ndarray], None] | None = None) -> np.ndarray:
+                         on_part: Callable[[np.ndarray], None] | None = None,
+                         deadline: Callable[[], float] | None = None) -> np.ndarray:
         future: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()
         self.pending.append(future)
         self.arrived.set()
@@ -77,10 +79,15 @@ class PartsScheduler:
         self.go = asyncio.Event()
         self.given = 0
         self.streamed: list[bool] = []
+        self.deadlines: list[Callable[[], float] | None] = []
+        self.asked = asyncio.Event()
 
     async def synthesize(self, item: SynthesisItem, order: int = 0,
-                         on_part: Callable[[np.ndarray], None] | None = None) -> np.ndarray:
+                         on_part: Callable[[np.ndarray], None] | None = None,
+                         deadline: Callable[[], float] | None = None) -> np.ndarray:
         self.streamed.append(on_part is not None)
+        self.deadlines.append(deadline)
+        self.asked.set()
         if on_part is None:
             return np.concatenate(self.parts)
         for k, part in enumerate(self.parts):
@@ -124,20 +131,38 @@ def test_a_sentence_in_parts_is_heard_part_by_part_and_trimmed_as_if_whole() -> 
     assert scheduler.streamed == [True]
 
 
-def test_a_piece_whose_listener_is_still_listening_is_rendered_whole() -> None:
+def test_a_piece_whose_listener_is_still_listening_gets_the_time_its_audio_has_left() -> None:
+    """The engine plans a later piece's parts to be ready as its listener reaches it (in one where the audio before
+    covers its rendering): the first piece has no deadline; the second's is when the audio sent before it, as
+    trimmed, has played (the edge silence counted, the next piece came ~1 s late on a slow CPU)."""
     scheduler = PartsScheduler([_speech_like(3.0, 1.2)])
     synth = SimpleNamespace(scheduler=scheduler, settings=load_settings(),
                             voices=SimpleNamespace(style=lambda voice, n: np.zeros(256, np.float32)))
 
-    async def scenario() -> None:
+    async def scenario() -> tuple[float, float, float, float]:
         speech = Speech(synth, "zf_xiaobei", 1.0)
         adding = asyncio.create_task(speech.add([Sentence("你好。", np.arange(1, 6, dtype=np.int64))] * 2))
         audio = speech.audio()
-        await anext(audio)  # 2.2 s of the first piece handed over: the second comes well before it has played
+        before = time.monotonic()
+        pcm, _last = await anext(audio)  # the first piece, trimmed, sent
+        after = time.monotonic()
         await adding
+
+        async def second_asked() -> None:  # before its audio is taken
+            while len(scheduler.deadlines) < 2:
+                scheduler.asked.clear()
+                await scheduler.asked.wait()
+
+        await asyncio.wait_for(second_asked(), 10)
+        deadline = scheduler.deadlines[1]
+        assert deadline is not None
+        until = deadline()
         speech.close()
         async for _ in audio:
             pass
+        return before, after, len(pcm) / (2 * 24000), until
 
-    asyncio.run(scenario())
-    assert scheduler.streamed == [True, False]
+    before, after, heard, until = asyncio.run(scenario())
+    assert scheduler.streamed == [True, True] and scheduler.deadlines[0] is None  # the first: its listener waits
+    assert heard < 2.5  # 3 s rendered, its edge silence trimmed
+    assert before + heard <= until <= after + heard

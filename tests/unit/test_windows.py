@@ -10,12 +10,13 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 
 from wyoming_fasttts.backends.alignment import SAMPLES_PER_FRAME
-from wyoming_fasttts.backends.windows import FRAME_SECONDS, Span, render_windows, slow_machine
+from wyoming_fasttts.backends.windows import FRAME_SECONDS, Span, least_first_frames, render_windows, slow_machine
 from wyoming_fasttts.config import load_settings
 
-SETTINGS = load_settings().engine.windows
+SETTINGS = dataclasses.replace(load_settings().engine.windows, frame_ms=8.0)  # the default (0) is measured at start-up
 SENTENCE = np.array([20, *([9] * 18), 30, 12, 4])  # start pad, 18 syllables, closing silence: 228 frames
 LONG = np.array([18, *([10] * 40), 28, 12, 4])  # 462 frames
 
@@ -72,26 +73,39 @@ def test_a_first_window_of_a_few_pad_frames_counts_them_for_the_whole_pad() -> N
     assert again.spans[0].lead == 0 and again.spans[0].closing_weight == 1.0  # the default renders the whole pad
 
 
-def test_no_window_is_late_for_its_listener_at_the_cost_it_is_sized_for() -> None:
+@pytest.mark.parametrize("frame_ms", [8.0, 14.0, 17.0])  # 2 cores with AVX-512 VNNI ~7, without ~13
+def test_no_window_is_late_for_its_listener_at_the_cost_it_is_sized_for(frame_ms: float) -> None:
+    settings = dataclasses.replace(SETTINGS, frame_ms=frame_ms)
     render, _signal, calls = _renderer(int(LONG.sum()))
     heard, rendered, ready = 0, 0, []
-    for part in render_windows(render, LONG, SETTINGS):
-        ready.append((sum(hi - lo for lo, hi in calls[1:]) * SETTINGS.frame_ms / 1000, heard))
+    for part in render_windows(render, LONG, settings):
+        ready.append((sum(hi - lo for lo, hi in calls[1:]) * frame_ms / 1000, heard))
         heard += len(part) // SAMPLES_PER_FRAME
         rendered = len(calls)
     speech = int(LONG[0])
+    assert ready[0][0] == 0 and len(ready) >= 2
     for at, heard_before in ready[1:]:
         assert at <= (heard_before - speech) * FRAME_SECONDS  # rendered before the audio handed over runs out
     assert rendered < 6  # windows grow: a few, not dozens
 
 
+def test_a_slower_machine_starts_with_a_larger_first_window_and_one_too_slow_renders_whole() -> None:
+    least = {ms: least_first_frames(dataclasses.replace(SETTINGS, frame_ms=ms)) for ms in (4.0, 8.0, 14.0, 17.0, 20.0)}
+    assert least[4.0] == least[8.0] == SETTINGS.first_frames  # the setting where the machine keeps up with it
+    assert SETTINGS.first_frames < least[14.0] < least[17.0]  # type: ignore[operator]
+    assert least[20.0] is None  # 20 ms for 25 ms of audio, at a margin of 0.85: whole sentences
+    render, signal, _calls = _renderer(int(SENTENCE.sum()))
+    assert [len(p) for p in render_windows(render, SENTENCE, dataclasses.replace(SETTINGS, frame_ms=20.0))] == [
+        len(signal)]
+
+
 def test_a_slower_machine_setting_gets_smaller_windows_and_a_short_sentence_one_part() -> None:
     sizes = {}
-    for frame_ms in (4.0, 20.0):
+    for frame_ms in (4.0, 12.0):
         render, _signal, calls = _renderer(int(SENTENCE.sum()))
         list(render_windows(render, SENTENCE, dataclasses.replace(SETTINGS, frame_ms=frame_ms)))
         sizes[frame_ms] = len(calls)
-    assert sizes[4.0] < sizes[20.0]
+    assert sizes[4.0] < sizes[12.0]
     short = np.array([20, 9, 9, 30, 4])
     render, signal, _calls = _renderer(int(short.sum()))
     assert [len(p) for p in render_windows(render, short, SETTINGS)] == [len(signal)]
@@ -100,8 +114,37 @@ def test_a_slower_machine_setting_gets_smaller_windows_and_a_short_sentence_one_
     assert [len(p) for p in render_windows(render, SENTENCE, off)] == [len(signal)]
 
 
+def test_a_later_sentence_comes_in_one_piece_where_the_audio_ahead_covers_it() -> None:
+    render, signal, calls = _renderer(int(SENTENCE.sum()))
+    ahead = int(SENTENCE.sum()) * SETTINGS.frame_ms / 1000 / SETTINGS.margin + 0.01
+    assert [len(p) for p in render_windows(render, SENTENCE, SETTINGS, ahead_s=ahead)] == [len(signal)]
+    assert calls == [(0, int(SENTENCE.sum()))]
+
+
+def test_a_later_sentence_with_little_audio_ahead_is_in_time_part_by_part() -> None:
+    """Each part, the first included, is rendered before the listener, who has ``ahead`` seconds of audio before
+    the sentence, reaches it; the first window is as large as that time allows, not the waiting listener's size."""
+    speech = int(LONG[0])
+    for ahead in (0.3, 1.0, 2.5):
+        render, signal, _calls = _renderer(int(LONG.sum()))
+        parts = list(render_windows(render, LONG, SETTINGS, ahead_s=ahead))
+        np.testing.assert_allclose(np.concatenate(parts), signal, atol=1e-6)
+        heard, done = 0, 0.0
+        for part, span in zip(parts, render.spans, strict=True):
+            done += (span.hi - span.lo + span.closing) * SETTINGS.frame_ms / 1000
+            assert done <= ahead + max(0, heard - speech) * FRAME_SECONDS or not heard  # the first may be late
+            heard += len(part) // SAMPLES_PER_FRAME
+        first_speech = len(parts[0]) // SAMPLES_PER_FRAME - speech
+        fits = ahead * SETTINGS.margin / (SETTINGS.frame_ms / 1000) - speech
+        assert first_speech >= min(SETTINGS.first_frames, fits)
+    waited, _signal, waited_calls = _renderer(int(LONG.sum()))
+    list(render_windows(waited, LONG, SETTINGS, ahead_s=2.5))
+    assert waited_calls[0][1] > speech + SETTINGS.first_frames + SETTINGS.right_frames  # more than a first window
+
+
 def test_a_machine_slower_than_the_setting_is_told_how_to_set_it() -> None:
     assert slow_machine(SETTINGS, 64, 64 * SETTINGS.frame_ms / 2000) is None
     warning = slow_machine(SETTINGS, 64, 64 * SETTINGS.frame_ms * 2 / 1000)
     assert warning is not None and "frame_ms" in warning and "first_frames to 0" in warning
     assert slow_machine(dataclasses.replace(SETTINGS, first_frames=0), 64, 10.0) is None
+    assert slow_machine(dataclasses.replace(SETTINGS, frame_ms=0), 64, 10.0) is None  # measured: fits by definition

@@ -7,7 +7,7 @@ flight: that is how a backend exposes its execution contexts without the schedul
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -63,10 +63,14 @@ class StreamingEngine(Engine, Protocol):
     windows): the scheduler uses it for a sentence that runs alone, so its listener hears the first part while
     the rest is rendered. Batches still go through ``run``."""
 
-    def stream(self, item: SynthesisItem) -> Generator[np.ndarray, None, None]:
+    def stream(self, item: SynthesisItem,
+               deadline: Callable[[], float] | None = None) -> Generator[np.ndarray, None, None]:
         """The sentence's audio in consecutive parts, the first as soon as it is rendered: what ``run([item])``
         gives, but for the seams where parts meet and start-pad silence before the first (trimmed anyway).
-        Closing the generator stops the rendering."""
+        ``deadline()`` (``time.monotonic``; None: the listener is waiting now) says when the audio before this
+        sentence runs out, so each part need only be ready by the time its listener reaches it; it is read when the
+        parts are planned, since that audio is still being sent while the sentence waits. Closing the generator
+        stops the rendering."""
 
 
 @runtime_checkable

@@ -14,12 +14,13 @@ Derived (``for_limits`` without chosen steps, as TensorRT uses them): rows are p
 ``max_batch``; tokens (pads included) powers of four (32, 128, 512); frames in steps of about sqrt(2). ONNX
 Runtime CUDA takes ``engine.buckets`` (shipped: rows 1, 4, 8, 16; tokens 32, 64, 128, 512; frames 64 ... 1024).
 Every shape costs start-up time (ONNX Runtime CUDA plans each new shape, then captures it) and device
-memory: ONNX Runtime's arena, which never hands memory back, grows with each new shape's first run (the
-capture itself added nothing measurable on an H200). 3.4 GiB in all at the shipped buckets with one arena
-for both stages, largest shapes first; 2.6 GiB at 27 shapes, batch 1 13% and batches of 4-16 1.2-2x slower (2026-12-01,
-docs/BENCHMARKS.md, fifth pass). A token bucket
-far above the sentence costs stage-1 time (its LSTMs step through every slot): the 64 bucket took the
-benchmark sentence from 26.8 to 22-24 ms (2026-12-01, docs/BENCHMARKS.md). These steps are the trade.
+memory: each shape's captured graph holds ~12.5 MiB of its own (1.06 GiB for the shipped 85 on an H200;
+ONNX Runtime captures in a shape's first run call), and ONNX Runtime's arena, which never hands memory back,
+ends at 2 GiB of regions for the weights and the largest run (2026-12-02, docs/BENCHMARKS.md, seventh
+pass). 3.4 GiB in all at the shipped buckets with one arena for both stages, largest shapes first; 2.6 GiB
+at 27 shapes, batch 1 13% and batches of 4-16 1.2-2x slower (2026-12-01, docs/BENCHMARKS.md, fifth pass).
+A token bucket far above the sentence costs stage-1 time (its LSTMs step through every slot): the 64 bucket
+took the benchmark sentence from 26.8 to 22-24 ms (2026-12-01, docs/BENCHMARKS.md). These steps are the trade.
 """
 
 from __future__ import annotations

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import queue
 import threading
 import time
-from collections.abc import Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +37,7 @@ from ..assets import ModelAssets
 from ..config import Settings, WindowSettings
 from .alignment import SAMPLES_PER_FRAME, alignment, frame_counts
 from .batching import stage1_feeds, stage2_feeds, unpad_audio
-from .windows import NORM_FRAMES, NORM_WEIGHTS, Render, Span, render_windows, slow_machine
+from .windows import NORM_FRAMES, NORM_WEIGHTS, Render, Span, least_first_frames, render_windows, slow_machine
 
 if TYPE_CHECKING:
     from ..graphs.batched import BatchedGraphs
@@ -142,27 +143,43 @@ class _Vocoder:
         halves = self._halves(feeds, options)
         return halves(Span(0, feeds["alignment"].shape[2]))
 
-    def parts(self, feeds: dict[str, np.ndarray], frames: np.ndarray, options: ort.RunOptions) -> Iterator[np.ndarray]:
+    def parts(self, feeds: dict[str, np.ndarray], frames: np.ndarray, options: ort.RunOptions,
+              deadline: Callable[[], float] | None = None) -> Iterator[np.ndarray]:
+        """The sentence in windows; ``deadline()`` (monotonic) is when its listener runs out of audio."""
         if self._windows is None:
             yield self.whole(feeds, options)
             return
-        yield from render_windows(self._halves(feeds, options), frames, self._windows.settings)
+        render = self._halves(feeds, options)
+        ahead = max(0.0, deadline() - time.monotonic()) if deadline is not None else 0.0
+        yield from render_windows(render, frames, self._windows.settings, ahead)
 
     @property
     def windowed(self) -> bool:
         return self._windows is not None
 
-    def warm(self, feeds: dict[str, np.ndarray], options: ort.RunOptions) -> None:
-        """Run both halves once over all frames, then time a first window's worth of frames and warn where this
-        machine renders a frame slower than the windows are sized for."""
+    def warm(self, feeds: dict[str, np.ndarray], options: ort.RunOptions) -> float:
+        """Run both halves once over all frames, then time a first window's worth of frames (three times where
+        ``engine.windows.frame_ms`` is 0, to be measured): the seconds a frame took, the fastest run's (what the
+        machine can do; whatever else ran then only added time: 12.3-15.1 ms single runs on a 2-core EPYC)."""
         assert self._windows is not None
         render = self._halves(feeds, options)
         render(Span(0, feeds["alignment"].shape[2]))
-        frames = min(64, feeds["alignment"].shape[2])  # about a first window
-        started = time.perf_counter()
-        render(Span(0, frames))
-        if problem := slow_machine(self._windows.settings, frames, time.perf_counter() - started):
-            _LOGGER.warning("%s", problem)
+        frames = min(64, int(feeds["alignment"].shape[2]))  # about a first window
+        seconds = math.inf
+        for _ in range(3 if self._windows.settings.frame_ms <= 0 else 1):
+            started = time.perf_counter()
+            render(Span(0, frames))
+            seconds = min(seconds, time.perf_counter() - started)
+        return seconds / frames
+
+    @property
+    def window_settings(self) -> WindowSettings | None:
+        return self._windows.settings if self._windows is not None else None
+
+    def size_windows(self, frame_ms: float) -> None:
+        """Size the later windows for ``frame_ms`` a frame (measured at start-up)."""
+        assert self._windows is not None
+        self._windows = replace(self._windows, settings=replace(self._windows.settings, frame_ms=frame_ms))
 
     def _halves(self, feeds: dict[str, np.ndarray], options: ort.RunOptions) -> Render:
         """The prosody run once; a function rendering any span of the sentence's frames from it."""
@@ -215,6 +232,7 @@ class OnnxRuntimeEngine:
             return first, _Vocoder(stage2, opts, providers, windows)
 
         self._stage1, self._stage2 = pair(options)
+        self._vocoders = [self._stage2]
         if self.device == "cuda" and self._stage1.get_providers()[0] != CUDA_PROVIDER:
             # ONNX Runtime falls back to the CPU when the CUDA provider's libraries do not load; a server
             # asked for CUDA must not quietly run on the CPU.
@@ -223,7 +241,9 @@ class OnnxRuntimeEngine:
                               "brings them, and the NVIDIA driver must support CUDA 13)")
         self._narrow: queue.SimpleQueue[tuple[ort.InferenceSession, _Vocoder]] = queue.SimpleQueue()
         for _ in range(narrow):
-            self._narrow.put(pair(session_options(1)))
+            narrow_pair = pair(session_options(1))
+            self._vocoders.append(narrow_pair[1])
+            self._narrow.put(narrow_pair)
         self._running = 0
         self._lock = threading.Lock()
         self.slots = max(1, slots, narrow)
@@ -243,7 +263,25 @@ class OnnxRuntimeEngine:
             self.run([item])
             return
         feeds, _frames = self._stage1_run(self._stage1, item)
-        self._stage2.warm(feeds, self._run_options)
+        per_frame = self._stage2.warm(feeds, self._run_options)
+        settings = self._stage2.window_settings
+        assert settings is not None
+        if settings.frame_ms > 0:
+            if problem := slow_machine(settings, 1, per_frame):
+                _LOGGER.warning("%s", problem)
+            return
+        # Measured, 10% over (and each window at engine.windows.margin): windows sized for a faster machine than
+        # this one come late, a gap.
+        frame_ms = math.ceil(1100 * per_frame)
+        for vocoder in self._vocoders:
+            vocoder.size_windows(frame_ms)
+        sized = self._stage2.window_settings
+        assert sized is not None
+        least = least_first_frames(sized)
+        _LOGGER.info("stage 2 renders a frame in %.1f ms here: windows sized for %d ms a frame "
+                     "(engine.windows.frame_ms 0: measured at start-up), %s", 1000 * per_frame, frame_ms,
+                     "sentences rendered whole: windows would not keep up" if least is None else
+                     f"a sentence's first window {least} speech frames (first_frames {sized.first_frames})")
 
     def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
         return [self.synthesize(item)[0] for item in items]
@@ -280,17 +318,19 @@ class OnnxRuntimeEngine:
             audio = vocoder.whole(feeds, self._run_options)
         return audio, frames
 
-    def stream(self, item: SynthesisItem) -> Generator[np.ndarray, None, None]:
+    def stream(self, item: SynthesisItem,
+               deadline: Callable[[], float] | None = None) -> Generator[np.ndarray, None, None]:
         """The sentence's audio in parts (``backends.windows``); one part where stage 2 is not windowed."""
         with self._sessions() as (stage1, vocoder):
             feeds, frames = self._stage1_run(stage1, item)
-            yield from vocoder.parts(feeds, frames, self._run_options)
+            yield from vocoder.parts(feeds, frames, self._run_options, deadline)
 
     def memory(self) -> EngineMemory:
         return EngineMemory(host_rss_bytes=process_rss_bytes(), weights_bytes=self._weights)
 
     def close(self) -> None:
         del self._stage1, self._stage2
+        self._vocoders.clear()
         while not self._narrow.empty():
             self._narrow.get()
 
@@ -321,7 +361,8 @@ class BatchedOnnxRuntimeEngine(OnnxRuntimeEngine):
         frames = frame_counts(durations[0, : feeds1["lengths"][0]], self._tail_frames)
         return unpad_audio(audio, lengths)[0], frames
 
-    def stream(self, item: SynthesisItem) -> Generator[np.ndarray, None, None]:
+    def stream(self, item: SynthesisItem,
+               deadline: Callable[[], float] | None = None) -> Generator[np.ndarray, None, None]:
         yield self.synthesize(item)[0]
 
 

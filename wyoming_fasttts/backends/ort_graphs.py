@@ -14,16 +14,19 @@ every input and output sits at the same device address on every replay and no no
   and style where they lie (only tokens, durations, alignment and audio cross the bus); the alignment has a
   buffer of exactly each stage-2 shape's size and the audio is read back at its bound size, so a request
   moves its own bytes, not the largest bucket's (~4 + 5 MB: ~3 ms of a request on an H200 host);
-* at start-up every shape runs twice (ONNX Runtime captures on the second run), so a request only replays;
+* at start-up every shape runs twice, so a request only replays (ONNX Runtime's first call at a graph id runs
+  the graph and then captures it, within that call; the second call is the first replay);
 * stage 2 is kept whole on the GPU (``graphs.cuda_fixes``): its Atan has no CUDA kernel, and a Clip bound
   computed from a shape needed a host copy, which made ONNX Runtime refuse capture (measured on an H200).
 
 Measured there (2026-12-01, docs/BENCHMARKS.md): the benchmark sentence in 26.8 ms (std 0.13 ms) against
-62.2 ms (std 11 ms) for the same engine without graphs; 17 ms at the shipped buckets. Device memory is
-ONNX Runtime's arena as the plain warm-up runs leave it (capturing the graphs added nothing measurable):
-it grows with the number of shapes and the order they first run in, so both stages share one arena
-(``engine.shared_arena``) and the largest shapes warm up first, 3.4 GiB at the shipped buckets instead of
-4.5 (fifth pass); ``memory`` reports what the engine took by the end of warm-up.
+62.2 ms (std 11 ms) for the same engine without graphs; 17 ms at the shipped buckets. Device memory at the
+shipped buckets, 3.4 GiB (seventh pass, 2026-12-02): ONNX Runtime's arena, 2 GiB of regions that grew by
+doubling (1, 2, 4 ... 512 MiB for the 425 MiB of weights and the I/O buffers, then 1 GiB for the largest
+run, which needs 842 MiB); the 85 captured graphs, 1.06 GiB (~12.5 MiB each); 0.3 GiB of handles. The arena
+grows with the order shapes first run in, so both stages share one arena (``engine.shared_arena``) and the
+largest shapes warm up first (4.5 GiB before, fifth pass); ``memory`` reports what the engine took by the
+end of warm-up.
 
 Where a stage cannot be captured (ONNX Runtime refuses at session creation when a node would need a host
 copy, or a capture fails), that stage runs the same bucketed, bound shapes without a graph, and the reason
@@ -227,8 +230,8 @@ class GraphOnnxRuntimeEngine:
         return sorted(shapes, key=lambda s: (int(np.prod(s[:1] + s[2:])), s[1]), reverse=True)
 
     def warmup(self) -> None:
-        """Every bucket shape twice (ONNX Runtime captures a shape's graph on its second run), stage 2 first
-        and the largest shapes first (``largest_first``).
+        """Every bucket shape twice (ONNX Runtime runs and captures a shape's graph within the first call,
+        the second replays it), stage 2 first and the largest shapes first (``largest_first``).
 
         The order sets how much device memory the arenas end up holding. ONNX Runtime's arena never hands
         memory back and cannot join its regions: grown shape by shape from the smallest, each larger run finds

@@ -20,15 +20,21 @@ stands for (the skipped frames' audio is silence, sent as zeros): 12 frames less
 render in log-mel distance, but Whisper heard it worse (+0.41 points against +0.17, docs/BENCHMARKS.md, third pass),
 so by default the whole pad is rendered. Each later one is as large as can be
 rendered, at ``frame_ms`` a frame, before the audio already handed over has played out, so a window is never late
-for its listener; what is left once it fits is rendered in one piece. The plan depends on the frames and the
-settings alone, never on a clock: the same sentence rendered in windows always gives the same audio (tests, caches
-and the reference comparison rely on that), so ``frame_ms`` is a setting, checked against the machine at start-up
-(``slow_machine``). A sentence the scheduler renders whole (it had company) differs from its windowed audio by the
-seams, as the tables in docs/BENCHMARKS.md measure.
+for its listener; what is left once it fits is rendered in one piece. ``frame_ms`` is what this machine takes: by
+default measured once at start-up (the engine's warm-up; a machine without VNNI renders a frame in ~13 ms where one
+with it takes ~6, and windows sized for the faster one left gaps), else the setting, checked against the machine
+(``slow_machine``). A reply's later sentence is rendered while the one before it plays: its plan starts from the
+audio its listener has ahead (``ahead_s``), so it comes whole where that covers it, and in windows that are each in
+time where it does not (rendered whole regardless, it came late: gaps of 1-2 s between sentences on the slower
+machine). The plan reads no clock itself: the same sentence, settings and ``ahead_s`` give the same audio, and a
+sentence its listener waits for (a reply's first) always starts with the same first window. A sentence the
+scheduler renders whole (it had company) differs from its windowed audio by the seams, as the tables in
+docs/BENCHMARKS.md measure.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -64,8 +70,14 @@ NORM_WEIGHTS = "norm_weights"
 """Its float [2] input: the extra weight of each of those frames in the norms (``lead_weight - 1``, ...)."""
 
 
-def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings) -> Iterator[np.ndarray]:
+def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings,
+                   ahead_s: float = 0.0) -> Iterator[np.ndarray]:
     """A sentence's audio in consecutive parts, from frames per token (stage 1's, as the alignment has them).
+
+    ``ahead_s``: the audio its listener has yet to hear before this sentence (0: the listener is waiting for it, as
+    for a reply's first sentence). With some, the first window is sized like the later ones, to be ready before that
+    audio runs out, and a sentence that can be rendered in that time comes in one piece; a sentence a listener waits
+    for starts with ``first_frames``, whatever the clock, so its first audio is always the same.
 
     The parts joined are as long as the sentence's audio. The first window's instance norms need the start pad's
     silence: started 8 frames before the speech with those frames counted once, its speech differed from the full
@@ -75,15 +87,30 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings)
     """
     total = int(frames.sum())
     speech = int(frames[0])  # the start pad's frames: the first token's speech starts here
-    first_end = speech + settings.first_frames
+    if settings.frame_ms <= 0:
+        raise ValueError("engine.windows.frame_ms 0 is measured by the engine's warm-up, which has not run")
+    per_frame = settings.frame_ms / 1000
+    least = least_first_frames(settings)
+    if least is None:  # this machine cannot render windows faster than they play
+        yield render(Span(0, total))
+        return
+    first_end = speech + least
+    if ahead_s > 0:  # rendered while the audio before it plays: as much as fits, the last window no smaller
+        fits = int(ahead_s * settings.margin / per_frame)
+        if total <= fits:
+            yield render(Span(0, total))
+            return
+        first_end = max(first_end, min(fits - settings.right_frames - settings.closing_frames,
+                                       total - settings.first_frames))
     if settings.first_frames <= 0 or total - first_end < settings.first_frames:
         yield render(Span(0, total))
         return
     s, e = 0, first_end
     fade = min(settings.fade_frames, settings.right_frames) * SAMPLES_PER_FRAME
     held: np.ndarray | None = None
-    per_frame = settings.frame_ms / 1000
-    busy = 0.0  # seconds of rendering since the first part was handed over
+    # Seconds of rendering counted against the audio the listener has: from the first part's handover where they
+    # wait for it, else from now (the first window's rendering included).
+    busy = 0.0
     while True:
         hi = total if e >= total else min(total, e + settings.right_frames)
         if s:
@@ -92,6 +119,8 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings)
             part = render(span)[(s - span.lo) * SAMPLES_PER_FRAME:]
         else:
             span = _first_span(speech, hi, total, settings)
+            if ahead_s > 0:
+                busy += (span.hi - span.lo + span.closing) * per_frame
             part = render(span)
             if span.lo:  # the start pad's frames before the span: silence
                 part = np.concatenate([np.zeros(span.lo * SAMPLES_PER_FRAME, np.float32), part])
@@ -106,7 +135,7 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings)
         held = part[cut:cut + fade].copy()
         yield part[:cut]
         # The next window must be rendered before the listener has heard everything up to ``e``.
-        budget = int(((e - speech) * FRAME_SECONDS * settings.margin - busy) / per_frame)
+        budget = int((((e - speech) * FRAME_SECONDS + ahead_s) * settings.margin - busy) / per_frame)
         rest = total - e
         if rest + settings.left_frames <= budget:
             nxt = total
@@ -115,6 +144,23 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings)
             if total - nxt < settings.first_frames:
                 nxt = total
         s, e = e, nxt
+
+
+def least_first_frames(settings: WindowSettings) -> int | None:
+    """Speech frames the first window needs for the later ones to keep up on a machine rendering a frame in
+    ``frame_ms`` (``first_frames`` or more), or None where windows cannot keep up at all (render sentences whole).
+
+    Each later window renders its ``left_frames`` and ``right_frames`` of context again. With ``r`` the seconds of
+    rendering per second of audio (frame_ms over 25 ms, at ``margin``), and S the audio ahead of the renderer, a
+    window as large as S allows leaves S/r - (left + right) ahead after it: the lead grows only from more than
+    (left + right) r / (1 - r) frames, which the first part must give. At 8 ms a frame that is 24 frames (40 is
+    the setting); at 14 (2 cores without VNNI) 78, so 40 had every later window come late, by 0.3-0.8 s each."""
+    if settings.first_frames <= 0:
+        return 0
+    r = settings.frame_ms / 1000 / (FRAME_SECONDS * settings.margin)
+    if r >= 0.9:
+        return None
+    return max(settings.first_frames, math.ceil(1.25 * (settings.left_frames + settings.right_frames) * r / (1 - r)))
 
 
 def _first_span(pad: int, hi: int, total: int, settings: WindowSettings) -> Span:
@@ -126,10 +172,12 @@ def _first_span(pad: int, hi: int, total: int, settings: WindowSettings) -> Span
 
 
 def slow_machine(settings: WindowSettings, frames: int, seconds: float) -> str | None:
-    """Why the windows may come late here (a warning for the log), or None: ``frames`` took ``seconds`` to render."""
+    """Why the windows may come late here (a warning for the log), or None: ``frames`` took ``seconds`` to render.
+    A ``frame_ms`` of 0 is measured by the engine at start-up, so it always fits the machine."""
     measured = 1000 * seconds / max(1, frames)
-    if settings.first_frames > 0 and measured > settings.frame_ms:
+    if settings.first_frames > 0 and 0 < settings.frame_ms < measured:
         return (f"stage 2 took {measured:.1f} ms a frame here, more than engine.windows.frame_ms "
                 f"({settings.frame_ms}): a sentence's later windows may come after its first has played (a gap); "
-                f"set frame_ms to {measured * 1.2:.0f}, or first_frames to 0 to render sentences whole")
+                f"set frame_ms to 0 (measured at start-up) or {measured * 1.2:.0f}, or first_frames to 0 to render "
+                f"sentences whole")
     return None

@@ -16,13 +16,15 @@ from ..client import say
 
 @dataclass(frozen=True)
 class Sample:
-    """One request: when it started and ended (perf_counter), first audio after start, seconds of audio."""
+    """One request: when it started and ended (perf_counter), first audio after start, seconds of audio, and
+    how long its audio, played from the first chunk on as it came, would have stopped short (``Reply.stall_s``)."""
 
     start: float
     end: float
     first_audio_s: float
     audio_s: float
     cycles: int
+    stall_s: float = 0.0
 
     @property
     def latency_s(self) -> float:
@@ -40,7 +42,7 @@ async def one(uri: str, text: str, stream: bool = False) -> Sample:
     end = time.perf_counter()
     if not reply.pcm or reply.first_audio_s is None:
         raise RuntimeError(f"{uri} returned no audio for {text!r}")
-    return Sample(start, end, reply.first_audio_s, reply.seconds, reply.cycles)
+    return Sample(start, end, reply.first_audio_s, reply.seconds, reply.cycles, reply.stall_s)
 
 
 async def sequential(uris: dict[str, str], text: str, runs: int) -> dict[str, list[Sample]]:

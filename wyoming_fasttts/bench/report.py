@@ -44,7 +44,9 @@ def first_audio_row(samples: list[Sample]) -> dict[str, float]:
     ttfa = summary_ms([s.first_audio_s for s in samples])
     return {"n": ttfa["n"], "ttfa_mean": ttfa["mean"], "ttfa_p50": ttfa["p50"], "ttfa_std": ttfa["std"],
             "total_mean": summary_ms([s.latency_s for s in samples])["mean"],
-            "audio_s": statistics.fmean(s.audio_s for s in samples), "cycles": samples[0].cycles}
+            "audio_s": statistics.fmean(s.audio_s for s in samples), "cycles": samples[0].cycles,
+            "stalled": sum(s.stall_s > 0 for s in samples),
+            "stall_ms_mean": 1000 * statistics.fmean(s.stall_s for s in samples)}
 
 
 def mib(value: int | None) -> float | None:

@@ -341,8 +341,10 @@ def _windows_report(settings: Settings, assets: ModelAssets, items: list[Synthes
           f"{len(item.ids)} ids, {frames} frames: first audio p50 {first_ms:.0f} ms, "
           f"the sentence whole p50 {whole_ms:.0f} ms ({runs} runs)")
     problem = slow_machine(windows, frames, seconds)
+    fits = ("engine.windows.frame_ms 0: the server measures it at start-up and sizes later windows for it"
+            if windows.frame_ms <= 0 else f"within engine.windows.frame_ms {windows.frame_ms}")
     print(f"  [{'!!' if problem else 'ok'}] " + (problem or f"{1000 * seconds / frames:.1f} ms a frame (stage 1 "
-          f"included), within engine.windows.frame_ms {windows.frame_ms}: later windows come in time"))
+          f"included), {fits}: later windows come in time"))
 
 
 def _onnxruntime_cuda_only(settings: Settings) -> int:
