@@ -35,7 +35,6 @@ import glob
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,6 +45,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gpu_variants import time_batches  # beside this script: the same timing as its variants
 
 MIB = 2**20
 
@@ -249,14 +250,7 @@ def settings_row(spec: dict[str, Any]) -> dict[str, Any]:
     sentence = SynthesisItem(np.asarray(item["ids"], np.int64), np.asarray(item["style"], np.float32))
     if spec.get("audio_out"):
         np.save(spec["audio_out"], engine.run([sentence])[0])
-    for rows in (1, 4, 8, 16):
-        ms = []
-        for _ in range(spec["runs"]):
-            t = time.perf_counter()
-            engine.run([sentence] * rows)
-            ms.append((time.perf_counter() - t) * 1000)
-        out[f"b{rows}_p50"] = round(statistics.median(ms), 2)
-        out[f"b{rows}_std"] = round(statistics.pstdev(ms), 2)
+    out |= time_batches(engine, sentence, [1, 4, 8, 16], spec["runs"])
     out["engine_after_runs_mib"] = round(((_device_used(0) or 0) - before) / MIB)
     engine.close()
     return out

@@ -130,14 +130,7 @@ def one(spec: dict[str, Any]) -> dict[str, Any]:
         np.save(spec["audio_out"], engine.run([sentence])[0])
     if spec.get("batch_audio_out"):  # every row of the largest batch (NaN anywhere in it shows up here)
         np.save(spec["batch_audio_out"], np.stack(engine.run([sentence] * max(spec.get("batches", [16])))))
-    for rows in spec.get("batches", [1, 8, 16]):
-        ms = []
-        for _ in range(spec["runs"]):
-            t = time.perf_counter()
-            engine.run([sentence] * rows)
-            ms.append((time.perf_counter() - t) * 1000)
-        out[f"b{rows}_p50"] = round(statistics.median(ms), 2)
-        out[f"b{rows}_std"] = round(statistics.pstdev(ms), 2)
+    out |= time_batches(engine, sentence, spec.get("batches", [1, 8, 16]), spec["runs"])
     for rows in spec.get("batches", [1, 8, 16]):  # stage 1 alone, at the shape the sentence lands on
         shape = (buckets.row_bucket(rows), buckets.token_bucket(len(sentence.ids) + 2))
         engine.run([sentence] * rows)
@@ -149,6 +142,20 @@ def one(spec: dict[str, Any]) -> dict[str, Any]:
         out[f"b{rows}_stage1_p50"] = round(statistics.median(ms), 2)
         out[f"b{rows}_sentences_per_s"] = round(1000 * rows / out[f"b{rows}_p50"], 1)
     engine.close()
+    return out
+
+
+def time_batches(engine: Any, sentence: Any, batches: list[int], runs: int) -> dict[str, float]:
+    """p50 and std (ms) of ``runs`` calls of ``engine.run`` on ``sentence`` repeated to each batch size."""
+    out = {}
+    for rows in batches:
+        ms = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            engine.run([sentence] * rows)
+            ms.append((time.perf_counter() - t) * 1000)
+        out[f"b{rows}_p50"] = round(statistics.median(ms), 2)
+        out[f"b{rows}_std"] = round(statistics.pstdev(ms), 2)
     return out
 
 
