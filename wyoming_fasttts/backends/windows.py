@@ -91,18 +91,12 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings,
         raise ValueError("engine.windows.frame_ms 0 is measured by the engine's warm-up, which has not run")
     per_frame = settings.frame_ms / 1000
     least = least_first_frames(settings)
-    if least is None:  # this machine cannot render windows faster than they play
-        yield render(Span(0, total))
-        return
-    first_end = speech + least
-    if ahead_s > 0:  # rendered while the audio before it plays: as much as fits, the last window no smaller
-        fits = int(ahead_s * settings.margin / per_frame)
-        if total <= fits:
-            yield render(Span(0, total))
-            return
+    fits = int(ahead_s * settings.margin / per_frame)  # frames rendered while the audio before it plays
+    first_end = speech + (least or 0)
+    if ahead_s > 0:  # as much as fits, the last window no smaller
         first_end = max(first_end, min(fits - settings.right_frames - settings.closing_frames,
                                        total - settings.first_frames))
-    if settings.first_frames <= 0 or total - first_end < settings.first_frames:
+    if least is None or total <= fits or total - first_end < settings.first_frames:
         yield render(Span(0, total))
         return
     s, e = 0, first_end
@@ -148,7 +142,8 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings,
 
 def least_first_frames(settings: WindowSettings) -> int | None:
     """Speech frames the first window needs for the later ones to keep up on a machine rendering a frame in
-    ``frame_ms`` (``first_frames`` or more), or None where windows cannot keep up at all (render sentences whole).
+    ``frame_ms`` (``first_frames`` or more), or None for whole sentences: windows off (``first_frames`` 0), or
+    they cannot keep up at all.
 
     Each later window renders its ``left_frames`` and ``right_frames`` of context again. With ``r`` the seconds of
     rendering per second of audio (frame_ms over 25 ms, at ``margin``), and S the audio ahead of the renderer, a
@@ -156,7 +151,7 @@ def least_first_frames(settings: WindowSettings) -> int | None:
     (left + right) r / (1 - r) frames, which the first part must give. At 8 ms a frame that is 24 frames (40 is
     the setting); at 14 (2 cores without VNNI) 78, so 40 had every later window come late, by 0.3-0.8 s each."""
     if settings.first_frames <= 0:
-        return 0
+        return None
     r = settings.frame_ms / 1000 / (FRAME_SECONDS * settings.margin)
     if r >= 0.9:
         return None
