@@ -90,7 +90,11 @@ def test_a_server_on_a_corrupted_graph_cache_rebuilds_it_and_sounds_the_same(tmp
 
         return bytes((await asyncio.wait_for(say(server.uri, SENTENCE), 120)).pcm)
 
-    first = start_server(tmp_path, "--data-dir", str(data))
+    # The frame windows' later sizes follow engine.windows.frame_ms, by default measured at each start-up: pinned, so
+    # both servers plan the sentence's windows alike and any difference is the cache's.
+    config = tmp_path / "config.yaml"
+    config.write_text(json.dumps({"engine": {"windows": {"frame_ms": 12}}}), encoding="utf-8")
+    first = start_server(tmp_path, "--data-dir", str(data), "--config", str(config))
     try:
         reference = asyncio.run(speak(first))
     finally:
@@ -99,7 +103,7 @@ def test_a_server_on_a_corrupted_graph_cache_rebuilds_it_and_sounds_the_same(tmp
 
     manifest = json.loads((data / "graphs" / key / "manifest.json").read_text())
     _flip_byte(data / "graphs" / key / manifest["flavours"]["int8"]["stage2"]["file"])
-    second = start_server(tmp_path, "--data-dir", str(data))
+    second = start_server(tmp_path, "--data-dir", str(data), "--config", str(config))
     try:
         assert asyncio.run(speak(second)) == reference
     finally:
