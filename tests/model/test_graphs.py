@@ -19,6 +19,7 @@ from wyoming_fasttts.assets import ensure_assets, load_vocab, phoneme_ids
 from wyoming_fasttts.backends.alignment import SAMPLES_PER_FRAME, alignment, frame_counts
 from wyoming_fasttts.config import load_settings
 from wyoming_fasttts.doctor.parity import mel_distance_db
+from wyoming_fasttts.graphs.conv_matmul import exact_here
 from wyoming_fasttts.graphs.convert import GraphSet, ensure_graphs, verify
 from wyoming_fasttts.graphs.convert import _load as load_cached
 from wyoming_fasttts.text.g2p import phonemize
@@ -74,6 +75,18 @@ def test_float_stages_are_standard_onnx_tensorrt_can_take(setup) -> None:
     assert [o.name for o in s1.output] == ["durations", "d", "t_en"]
     assert [i.name for i in s2.input] == ["alignment", "d", "t_en", "style"]
     assert [o.name for o in s2.output] == ["audio"]
+
+
+def test_int8_convolutions_are_matrix_products_where_this_machine_multiplies_them_exactly(setup) -> None:
+    # Where they are, test_stages_match_the_reference holds the rewritten stages to the shipped model's audio
+    # to the bit; where they are not (no VNNI), the stages keep every ConvInteger (84 in stage 2; 3 of them,
+    # strided or grouped, stay in any case).
+    graphs, _, _ = setup
+    for stage in ("stage1", "stage2", "prosody", "render"):
+        nodes = onnx.load(str(graphs.path("int8", stage))).graph.node
+        convs = sum(n.op_type == "ConvInteger" for n in nodes)
+        products = sum(n.op_type == "MatMulInteger" and n.output[0].endswith("/product") for n in nodes)
+        assert (products > convs) == exact_here() and (products > 0) == exact_here(), (stage, convs, products)
 
 
 @pytest.mark.parametrize("text", SENTENCES)

@@ -350,7 +350,7 @@ def shared_arena(device_id: int, config: Mapping[str, int]) -> None:
     into the arena, which never hands memory back, so replays stay valid; graphs of both stages share its
     chunks the way graphs of one stage already do. ``config``: ``OrtArenaCfg`` keys (``max_mem``,
     ``arena_extend_strategy`` 0 = next power of two, 1 = same as requested, ``initial_chunk_size_bytes``,
-    ``max_dead_bytes_per_chunk``, ``initial_growth_chunk_size_bytes``, ``max_power_of_two_extend_bytes``).
+    ``max_dead_bytes_per_chunk``, ``initial_growth_chunk_size_bytes``; ``config.ARENA_KEYS``).
     """
     wanted = {k: int(v) for k, v in config.items()}
     if device_id in _SHARED:

@@ -65,13 +65,14 @@ class GraphEdit:
     def is_initializer(self, name: str) -> bool:
         return name in self.initializers or name in self._added
 
-    def constant(self, name: str, value: np.ndarray | float | list[int]) -> str:
-        """Add (or reuse) an initializer; ints become int64, floats float32, arrays keep their dtype."""
+    def constant(self, name: str, value: np.ndarray | np.generic | float | list[int]) -> str:
+        """Add (or reuse) an initializer; ints become int64, floats float32, integer arrays keep their dtype
+        (int8 weights stay int8)."""
         if name not in self._added:
             arr = value if isinstance(value, np.ndarray) else np.asarray(value)
             if arr.dtype == np.float64:
                 arr = arr.astype(np.float32)
-            elif arr.dtype.kind == "i":
+            elif arr.dtype.kind == "i" and not isinstance(value, (np.ndarray, np.generic)):
                 arr = arr.astype(np.int64)
             self._added[name] = numpy_helper.from_array(np.ascontiguousarray(arr), name)
         return name
