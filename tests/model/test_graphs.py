@@ -80,7 +80,7 @@ def test_float_stages_are_standard_onnx_tensorrt_can_take(setup) -> None:
 def test_int8_convolutions_are_matrix_products_where_this_machine_multiplies_them_exactly(setup) -> None:
     # Where they are, test_stages_match_the_reference holds the rewritten stages to the shipped model's audio
     # to the bit; where they are not (no VNNI), the stages keep every ConvInteger (84 in stage 2; 3 of them,
-    # strided or grouped, stay in any case).
+    # strided (F0_conv, N_conv, noise_convs.0), stay in any case).
     graphs, _, _ = setup
     for stage in ("stage1", "stage2", "prosody", "render"):
         nodes = onnx.load(str(graphs.path("int8", stage))).graph.node

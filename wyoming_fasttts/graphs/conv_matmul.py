@@ -51,7 +51,7 @@ def _rewrite(edit: GraphEdit, node: NodeProto) -> list[NodeProto] | None:
         return None  # ONNX Runtime's ConvInteger takes one weight zero point; a graph with more is not the model's
     weight = edit.array(w)
     if weight.dtype != np.uint8 or weight.ndim != 3 or att.get("group", 1) != 1 \
-            or any(s != 1 for s in att.get("strides", [1])) or att.get("auto_pad", b"NOTSET") not in (b"NOTSET", ""):
+            or any(s != 1 for s in att.get("strides", [1])) or att.get("auto_pad", b"NOTSET") not in (b"NOTSET", b""):
         return None
     out, k = node.output[0], weight.shape[2]
     dilation = int(att.get("dilations", [1])[0])
