@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -31,7 +30,7 @@ from wyoming_fasttts.backends.alignment import alignment, frame_counts
 from wyoming_fasttts.backends.onnxruntime import pad_tokens, session_options
 from wyoming_fasttts.config import load_settings
 from wyoming_fasttts.graphs import split
-from wyoming_fasttts.graphs.conv_matmul import convs_as_matmuls, exact_here
+from wyoming_fasttts.graphs.conv_matmul import convs_as_matmuls, exact_here, one_conv
 from wyoming_fasttts.text.g2p import phonemize
 from wyoming_fasttts.text.normalize import normalize
 
@@ -61,15 +60,7 @@ def convs(runs: int) -> list[dict[str, object]]:
     rows = []
     for channels, taps, steps in SHAPES:
         weights = rng.integers(0, 256, (channels, channels, taps), dtype=np.uint8)
-        nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
-                 helper.make_node("ConvInteger", ["xq", "w", "xz", "wz"], ["y"], kernel_shape=[taps],
-                                  pads=[taps // 2, taps // 2])]
-        shape = [1, channels, steps]
-        graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                                  [helper.make_tensor_value_info("y", TensorProto.INT32, shape)],
-                                  [numpy_helper.from_array(weights, "w"),
-                                   numpy_helper.from_array(np.array(128, np.uint8), "wz")])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+        model = one_conv(weights, 128, pads=(taps // 2, taps // 2), frames=steps)
         rewritten, _ = convs_as_matmuls(onnx.ModelProto.FromString(model.SerializeToString()))
         sessions = [_session(model), _session(rewritten)]
         feeds = {"x": rng.standard_normal((1, channels, steps)).astype(np.float32)}

@@ -203,10 +203,14 @@ BACKENDS = ("auto", "onnxruntime", "onnxruntime-cuda", "tensorrt", "tensorrt-rtx
 
 ARENA_KEYS = ("max_mem", "arena_extend_strategy", "initial_chunk_size_bytes", "max_dead_bytes_per_chunk",
               "initial_growth_chunk_size_bytes")
-"""ONNX Runtime's ``OrtArenaCfg`` keys, the ones ``engine.cuda_arena`` may set. ``OrtArenaCfg`` also takes
-``max_power_of_two_extend_bytes``, but ONNX Runtime's CUDA arena does not apply it given that way (its "Creating
-BFCArena" line shows 1 GiB however it is set; docs/BENCHMARKS.md, device memory seventh pass): refused, not
-accepted and ignored."""
+"""ONNX Runtime's ``OrtArenaCfg`` keys, the ones ``engine.cuda_arena`` may set."""
+
+REFUSED_ARENA_KEYS = {
+    "max_power_of_two_extend_bytes": "is not applied by ONNX Runtime's CUDA arena when set this way (measured: its "
+                                     "next region stays 1 GiB); use max_mem or arena_extend_strategy",
+}
+"""``OrtArenaCfg`` keys that ONNX Runtime takes but does not honour, each with the reason given when it is set:
+refused, not accepted and ignored (docs/BENCHMARKS.md, device memory seventh pass)."""
 
 OPEN_MAPPINGS = ("engine.cuda_provider_options.", "engine.cuda_arena.")
 """Mappings whose keys are another library's names (ONNX Runtime's provider options): a user may add any of
@@ -288,10 +292,9 @@ def validate(settings: Settings) -> None:
     if not 1 <= settings.engine.max_tokens <= 510:
         raise ConfigError("engine.max_tokens must be between 1 and 510")
     unknown = sorted(set(settings.engine.cuda_arena) - set(ARENA_KEYS))
-    if "max_power_of_two_extend_bytes" in unknown:
-        raise ConfigError("engine.cuda_arena: max_power_of_two_extend_bytes is not applied by ONNX Runtime's CUDA "
-                          "arena when set this way (measured: its next region stays 1 GiB); use max_mem or "
-                          "arena_extend_strategy")
+    for key in unknown:
+        if key in REFUSED_ARENA_KEYS:
+            raise ConfigError(f"engine.cuda_arena: {key} {REFUSED_ARENA_KEYS[key]}")
     if unknown:
         raise ConfigError(f"engine.cuda_arena: {', '.join(unknown)} not among ONNX Runtime's arena keys "
                           f"({', '.join(ARENA_KEYS)})")

@@ -14,9 +14,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
-from wyoming_fasttts.graphs.conv_matmul import convs_as_matmuls
+from wyoming_fasttts.graphs.conv_matmul import convs_as_matmuls, one_conv
 
 CHANNELS, FRAMES = 16, 50
 
@@ -24,15 +23,7 @@ CHANNELS, FRAMES = 16, 50
 def _model(taps: int, dilation: int, pads: tuple[int, int], group: int = 1) -> onnx.ModelProto:
     rng = np.random.default_rng(taps * 100 + dilation)
     weights = rng.integers(0, 256, (8, CHANNELS // group, taps), dtype=np.uint8)
-    zero = np.array(rng.integers(100, 156), np.uint8)
-    conv = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], kernel_shape=[taps], dilations=[dilation],
-                            pads=list(pads), group=group)
-    source = helper.make_tensor_value_info("x", TensorProto.UINT8, [1, CHANNELS, "T"])
-    graph = helper.make_graph([conv], "conv", [source],
-                              [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 8, "F"])],
-                              [numpy_helper.from_array(weights, "w"), numpy_helper.from_array(zero, "wz"),
-                               numpy_helper.from_array(np.array(3, np.uint8), "xz")])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return one_conv(weights, int(rng.integers(100, 156)), pads=pads, dilation=dilation, group=group, activation_zero=3)
 
 
 def _run(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:

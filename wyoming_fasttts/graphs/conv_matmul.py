@@ -88,6 +88,28 @@ def _rewrite(edit: GraphEdit, node: NodeProto) -> list[NodeProto] | None:
     return nodes
 
 
+def one_conv(weights: np.ndarray, weight_zero: int, *, pads: tuple[int, int], dilation: int = 1, group: int = 1,
+             activation_zero: int | None = None, frames: int | str = "T") -> onnx.ModelProto:
+    """A graph of one ``ConvInteger`` over constant u8 ``weights`` [out, in / group, taps], as the model has them,
+    from ``x`` [1, in, frames] to ``y``: the case ``exact_here``, the unit tests and ``benchmarks/conv_matmul.py``
+    hold the rewrite to. ``x`` is u8 with ``activation_zero`` as its zero point, or with ``activation_zero`` None
+    float32 quantised in the graph (``DynamicQuantizeLinear``, as the model quantises its activations)."""
+    initializers = [numpy_helper.from_array(weights, "w"),
+                    numpy_helper.from_array(np.array(weight_zero, np.uint8), "wz")]
+    if activation_zero is None:
+        nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"])]
+        source, quantised = TensorProto.FLOAT, "xq"
+    else:
+        nodes, source, quantised = [], TensorProto.UINT8, "x"
+        initializers.append(numpy_helper.from_array(np.array(activation_zero, np.uint8), "xz"))
+    nodes.append(helper.make_node("ConvInteger", [quantised, "w", "xz", "wz"], ["y"], kernel_shape=[weights.shape[2]],
+                                  dilations=[dilation], pads=list(pads), group=group))
+    graph = helper.make_graph(
+        nodes, "conv", [helper.make_tensor_value_info("x", source, [1, weights.shape[1] * group, frames])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, weights.shape[0], "F"])], initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
 @functools.cache
 def exact_here() -> bool:
     """Whether this machine's ONNX Runtime gives the rewrite the same integers as ``ConvInteger``, on inputs
@@ -97,17 +119,11 @@ def exact_here() -> bool:
     cases = [(np.full((1, channels, frames), 255, np.uint8), np.full((32, channels, taps), 255, np.uint8)),
              (rng.integers(0, 256, (1, channels, frames), dtype=np.uint8),
               rng.integers(0, 256, (32, channels, taps), dtype=np.uint8))]
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
     for activations, weights in cases:
-        conv = helper.make_node("ConvInteger", ["x", "w", "x_zp", "w_zp"], ["y"], pads=[1, 1], kernel_shape=[taps])
-        graph = helper.make_graph(
-            [conv], "exact", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, channels, frames])],
-            [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
-            [numpy_helper.from_array(weights, "w"), numpy_helper.from_array(np.array(0, np.uint8), "x_zp"),
-             numpy_helper.from_array(np.array(128, np.uint8), "w_zp")])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+        model = one_conv(weights, 128, pads=(1, 1), activation_zero=0, frames=frames)
         rewritten, _ = convs_as_matmuls(onnx.ModelProto.FromString(model.SerializeToString()))
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
         results = [ort.InferenceSession(m.SerializeToString(), options, providers=["CPUExecutionProvider"])
                    .run(None, {"x": activations})[0] for m in (model, rewritten)]
         if not np.array_equal(*results):
