@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .data import load_yaml
@@ -58,7 +58,10 @@ class _Rules:
         measures = {*d["liang_words"], *d["per_words"], *map(str, self.units.values()), *d["currency_prefix"].values()}
         self.measure_before = re.compile(rf"(?:{_alternation(measures)})$")
         self.flight_cue = re.compile(_alternation(d["flight_cues"]))
-        self.reading_names = set(d["reading_names"])
+        # A reading's name (AQI, BPM, 心率) labels the number after it: that number is its value.
+        names = _alternation(d["reading_names"], whole_latin=True)
+        self.reading_name = re.compile(names)
+        self.reading_before = re.compile(rf"(?:{names})[:：]?\s*$")
         self.update_before = re.compile(rf"(?:{_alternation(d['update_verbs'])})\s*$")
         self.version_before = re.compile(
             rf"(?:(?<![A-Za-z])[vV]|(?:{_alternation(d['version_cues_before'])})[:：]?\s*)$")
@@ -84,7 +87,7 @@ class _Rules:
         ratio = _alternation(d["ratio_cues"])
         math = "".join(re.escape(s) for s in d["math_symbols"])
         service = _alternation(d["service_numbers"])
-        compare = "".join(re.escape(s) for s in d["compare_symbols"])
+        compare = _alternation(d["compare_symbols"])
         per = _alternation(d["per_words"])
         # A clock or ratio pair is not part of a longer one (12:03:45) but may follow a colon (提醒：08:05).
         pair = r"(?<!\d[:：])(?<![\d.])"
@@ -132,11 +135,11 @@ class _Rules:
             (re.compile(rf"(?<![A-Za-z\d.])({_NUM})((?:\s*[×xX]\s*{_NUM})+)(?![\d.])"), self._times),
             # x after a number is 倍 (1.5x → 一点五倍, 2x → 两倍).
             (re.compile(r"(?<![A-Za-z\d.])(\d+(?:\.\d+)?)\s?[xX](?![A-Za-z\d])"), lambda m: m[1] + "倍"),
-            # UTC+8, GMT-5: an offset, 加/减 and its hours (":00" minutes are not read).
-            (re.compile(r"(?<![A-Za-z])(UTC|GMT)\s*([+-])\s*(\d{1,2})(?:[:：]?00)?(?![\d:])"),
-             lambda m: m[1] + ("加" if m[2] == "+" else "减") + cardinal(m[3])),
+            # UTC+8, GMT-5: an offset, 加/减 and its hours. Written with minutes (UTC+05:30, UTC-03:00) it is a span of
+            # hours and minutes, said so (加五小时三十分, 减三小时): not a clock time, and its sign is said.
+            (re.compile(r"(?<![A-Za-z])(UTC|GMT)\s*([+-])\s*(\d{1,2})(?:[:：]?(\d{2}))?(?![\d:])"), self._utc_offset),
             # A currency sign on the first value of a range stands for both (¥50-80 → 五十到八十元).
-            (re.compile(rf"({money})\s*({_AMOUNT})\s*[-~]\s*(?:{money})?\s*({_AMOUNT})(万|亿)?(?:{words})?"),
+            (re.compile(rf"({money})\s*({_AMOUNT})\s*[-~]\s*(?:{money})?\s*({_AMOUNT})(万|亿)?({words})?"),
              self._money_range),
             # A range after a date, a percent, a temperature or an amount; after one of the signs a ~ joins a signed
             # value too (-10℃~-2℃ → 零下十摄氏度到零下二摄氏度; a - there stays the value's own minus).
@@ -162,6 +165,11 @@ class _Rules:
             # №3, No.3, 3#楼 (№ became # above); not a Markdown heading (## 1. …).
             (re.compile(r"(?:(?<!#)#|(?<![A-Za-z])N[oO]\.)\s?(\d+)(?![\d.])号?|(\d+)#(?!#)"),
              lambda m: (m[1] or m[2]) + "号"),
+            # A Home Assistant entity id (light.living_room): its dot is 点 and its underscores are spaces, as it is
+            # read out; the dot is no sentence's stop. Not before another dot part (update.example.com is a host).
+            (re.compile(rf"(?<![A-Za-z\d_.])({_alternation(d['entity_domains'])})\.([a-z\d]+(?:_[a-z\d]+)*)"
+                        r"(?![A-Za-z\d_]|\.[A-Za-z\d])"),
+             lambda m: (m[1] + "点" + m[2]).replace("_", " ")),
             # Letters, a dot, digits (H.265, G.711, Vol.3): the dot is said 点 and the digits follow the rule for
             # digits joined to letters, rather than a pause that loses the number.
             (re.compile(r"(?<![A-Za-z])([A-Za-z]+)\.(\d+(?:\.\d+)*)(?![\d.])"), self._letter_dot),
@@ -198,7 +206,7 @@ class _Rules:
             # Letters joined to three or more digits are a model or chip number (ESP8266, rtx4090), not a reading
             # (CPU100%); one or two digits read as a number (ESP32, PS5), except in a train number (K1次, G7列车).
             (re.compile(rf"(?<![A-Za-z])[A-Za-z]+\d{{3,}}(?!\d|\.\d|\s*[%‰°])\+?|(?<![A-Za-z])[GDCKTZYSL]\d{{1,4}}(?=\s*(?:{train}))"),
-             self._digit_string),
+             self._joined_model),
             # Two capitals and digits in a clause about flying are a flight number at any length (MU5航班, CA12).
             (re.compile(r"(?<![A-Za-z\d])[A-Z]{2}\d{1,4}(?![A-Za-z\d]|\.\d)"), self._flight),
             # A Latin word, a space and three or four digits: a model number too (RTX 4090, Xbox 360), unless the word
@@ -229,9 +237,9 @@ class _Rules:
             (re.compile(rf"(?<![\d+])\+(?=\s*(?:{money})?\d)"), lambda m: "加"),
             (re.compile(rf"([{arrows}])\ufe0f?\s*(?=[-+加减]?\s*(?:{money})?\d)"),
              lambda m: self.d["change_arrows"][m[1]]),
-            (re.compile(rf"\s*([{compare}])\s*(?=[-\d])"), lambda m: self.d["compare_symbols"][m[1]]),
+            (re.compile(rf"\s*({compare})\s*(?=[-\d])"), lambda m: self.d["compare_symbols"][m[1]]),
             (re.compile(r"(?<=\d)\+(?!\s*\d)"), lambda m: "加"),
-            (re.compile(rf"(-?)({money})\s*(-?)({_AMOUNT})(万|亿)?"), self._money),
+            (re.compile(rf"(-?)({money})\s*(-?)({_AMOUNT})(万|亿)?({words})?"), self._money),
             (re.compile(rf"(?<![\d.])(-?)({_NUM})\s*([%‰])"), self._percent),
             (re.compile(rf"(?<![\d.,])(-?)({_GROUPED}|\d+)(\.\d{{1,2}})元"), self._yuan),
             (re.compile(r"(?<![\d./])(\d+)/(\d+)(?![\d/])"), self._fraction),
@@ -242,6 +250,9 @@ class _Rules:
             (re.compile(rf"(?<![\d.])(-?)({_NUM})\s*[-~～]\s*(?=-?\d)"), self._range),
             (re.compile(r"(?<!\d)(\d{2,4})(?=年)"), self._year),
             (re.compile(rf"(?<=\d)\s*([{math}])\s*(?=[-\d])"), self._math),
+            # = between words is 等于 too (温度=25℃, x = 5): it says what the two sides are; a run of them (=====) is a
+            # divider and => an arrow, not said.
+            (re.compile(r"(?<![=<>!])[ \t]*=[ \t]*(?![=>])"), lambda m: str(self.d["math_symbols"]["="])),
             (re.compile(rf"(?<![\d.])(-?)((?:{_GROUPED}|\d+)(?:\.\d+)?)\s*({unit})(?![A-Za-z])"), self._unit),
             (re.compile(rf"(?<=[\u3400-\u9fff])\s*/\s*(?=(?:{per}))()"), self._per),
             (re.compile(rf"(?<=[\u3400-\u9fff])\s*/\s*({unit})(?![A-Za-z])"), self._per),
@@ -264,6 +275,13 @@ class _Rules:
             return "乘".join(digits(n) for n in numbers)
         # The last number is left to the rules that see what follows it (7×2小时 → 七乘两小时; 120x60cm is no 120 line).
         return "".join(decimal(n) + "乘" for n in numbers[:-1]) + numbers[-1]
+
+    def _utc_offset(self, m: re.Match[str]) -> str:
+        """UTC+8 → UTC加八; UTC+05:30 → UTC加五小时三十分, UTC-03:00 → UTC减三小时: written as hours and minutes, the
+        offset is a span of them (两 for 2, a zero part not said), as a countdown is."""
+        zone, sign, hours, minutes = m.groups()
+        offset = cardinal(hours) if minutes is None else _span((hours, minutes), ("小时", "分")) or "零"
+        return zone + ("加" if sign == "+" else "减") + offset
 
     def _gate(self, m: re.Match[str]) -> str:
         """登机口 D108 → 登机口D一百零八: a gate (one letter; two are a flight, MU2156登机口) is named by its number,
@@ -291,15 +309,25 @@ class _Rules:
 
     def _money_range(self, m: re.Match[str]) -> str:
         """¥50-80: the sign on the first value stands for both ends (五十到八十元); ¥ decimals in 元/角/分 at each end.
-        A currency word written after the range as well (¥50~80元) is said once."""
-        symbol, low, high, big = m.groups()
-        unit = self.d["currency_prefix"][symbol]
+        A currency word written after the range as well (¥50~80元) is said once (``_currency``)."""
+        symbol, low, high, big, written = m.groups()
+        name, unit = self._currency(symbol, written)
         low, high = low.replace(",", ""), high.replace(",", "")
         # 元/角/分 at both ends, unless one end has three decimals (¥0.5-0.617): then both read with 点.
         jiao_fen = "." in low + high and all(_jiao_fen(end) is not False for end in (low, high))
         if unit in self.d["jiao_fen_units"] and jiao_fen and not big:
-            return _yuan(low) + "到" + _yuan(high)
-        return decimal(low, liang=True) + "到" + decimal(high, liang=True) + (big or "") + str(unit)
+            return name + _yuan(low) + "到" + _yuan(high)
+        return name + decimal(low, liang=True) + "到" + decimal(high, liang=True) + (big or "") + unit
+
+    def _currency(self, symbol: str, written: str | None) -> tuple[str, str]:
+        """The words said before and after an amount with a currency sign. A currency word written after the amount as
+        well is said once: where the sign's word ends in it (美元 after US$, 元 after HK$'s 港元) it is that word; else
+        the sign's word names the currency before the amount and the written word is its unit (NT$250元 →
+        新台币两百五十元, as such prices are said, where 两百五十新台币元 says two units)."""
+        unit = str(self.d["currency_prefix"][symbol])
+        if written and not unit.endswith(written):
+            return unit, written
+        return "", unit
 
     def _ymd(self, m: re.Match[str]) -> str:
         y, mo, day = m.groups()
@@ -420,9 +448,17 @@ class _Rules:
 
     def _spaced_model(self, m: re.Match[str]) -> str:
         """RTX 4090 → RTX四零九零; a reading's name (AQI 156) or a count or size (Pro 256GB) is left to later rules."""
-        if m[1] in self.reading_names or self._counts(m.string[m.end() :]):
+        if self.reading_name.fullmatch(m[1]) or self._counts(m.string[m.end() :]):
             return m[0]
         return m[1] + _read_code(m[2])
+
+    def _joined_model(self, m: re.Match[str]) -> str:
+        """ESP8266, rtx4090, G7次: a model, chip or train number, digit by digit; a reading's name joined to its value
+        (AQI156, BPM120) is left to the number rules, as after a space."""
+        name = re.match(r"[A-Za-z]+", m[0])
+        if name and self.reading_name.fullmatch(name[0]):
+            return m[0]
+        return self._digit_string(m)
 
     def _per(self, m: re.Match[str]) -> str:
         """A "/" reads 每 only after a measure word, unit or currency (元/度, 次/分); between two other words
@@ -451,8 +487,11 @@ class _Rules:
         return _read_code(m[0].replace("+", "加"))
 
     def _service(self, m: re.Match[str]) -> str:
-        """110, 12345 …: dialled numbers, unless a measure word shows they count something (120个)."""
-        return m[0] if self._counts(m.string[m.end() :]) else _read_code(m[0])
+        """110, 12345 …: dialled numbers, unless a measure word shows they count something (120个) or a reading's name
+        before them that they are its value (心率 120, BPM 120)."""
+        if self._counts(m.string[m.end() :]) or self.reading_before.search(m.string[: m.start()]):
+            return m[0]
+        return _read_code(m[0])
 
     def _ratio(self, m: re.Match[str]) -> str:
         *cue, a, b = m.groups()
@@ -494,13 +533,13 @@ class _Rules:
         return self._half_of_day(hour, half, m.string[: m.start()]) + cardinal(hour, liang=True) + "点"
 
     def _money(self, m: re.Match[str]) -> str:
-        sign, symbol, inner_sign, amount, big = m.groups()
-        sign = sign or inner_sign  # -¥35 and ¥-35 are both 负
-        unit = self.d["currency_prefix"][symbol]
+        sign, symbol, inner_sign, amount, big, written = m.groups()
+        minus = "负" if sign or inner_sign else ""  # -¥35 and ¥-35 are both 负
+        name, unit = self._currency(symbol, written)
         amount = amount.replace(",", "")
         if unit in self.d["jiao_fen_units"] and _jiao_fen(amount) and not big:
-            return ("负" if sign else "") + _yuan(amount)
-        return ("负" if sign else "") + decimal(amount, liang=True) + (big or "") + str(unit)
+            return name + minus + _yuan(amount)
+        return name + minus + decimal(amount, liang=True) + (big or "") + unit
 
     def _yuan(self, m: re.Match[str]) -> str:
         return ("负" if m[1] else "") + _yuan(m[2].replace(",", "") + m[3])
@@ -533,12 +572,17 @@ class _Rules:
 
     def _short_range_of_years(self, m: re.Match[str]) -> str:
         """10~12年 is a span of years (十到十二年): its end must not read as a year (一二年) just because a range's 到
-        now precedes it. Two-digit years show themselves by a leading zero or a start past the end (98-02年)."""
+        now precedes it. Two-digit years show themselves by a leading zero or a start past the end (98-02年), or by
+        reading as years alone (90-95年 → 九零到九五年, as 95年 → 九五年; ``_counts_years``)."""
         start, end = m.groups()
-        zero_led = any(len(n) > 1 and n[0] == "0" for n in (start, end))
-        if zero_led or int(start) > int(end):
-            return digits(start) + "到" + digits(end)
         before, after = m.string[: m.start()], m.string[m.end() :]
+        zero_led = any(len(n) > 1 and n[0] == "0" for n in (start, end))
+        # 间 after a range's 年 is the range's own "between" (在90-95年间), so it says nothing of a count, as it does
+        # after one number (20年间).
+        after_year = _BETWEEN.sub("", after[1:], count=1)
+        years = all(len(n) > 1 and not self._counts_years(n, before, after_year) for n in (start, end))
+        if zero_led or int(start) > int(end) or years:
+            return digits(start) + "到" + digits(end)
         return self._read_number(before, start, after) + "到" + self._read_number(before, end, after)
 
     def _range(self, m: re.Match[str]) -> str:
@@ -628,6 +672,8 @@ _FRACTION_AFTER = re.compile(r"\s*(?:的|之|左右|以上|以下)")
 _VERSION_AFTER = re.compile(r"\s*版")
 # A dotted number and 到 right before another (0.15 到 0.16): the left end of a change of version.
 _VERSION_BEFORE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)+)\s*到\s*$")
+# 间 or 之间 right after a range's 年: the range's own "between" (在90-95年间).
+_BETWEEN = re.compile(r"^之?间")
 _BIG_OR_MORE = re.compile(r"\s*[万亿多年]")
 _READING_AFTER = re.compile(r"\s*[%‰°]")
 _CLAUSE_END = re.compile(r"[。！？，,；;\n]")
@@ -642,9 +688,12 @@ def _countdown(*parts: str | None) -> str:
     """剩余 05:30 → 五分三十秒, 还剩 1:05:30 → 一小时五分三十秒: a countdown's parts are counts (2 is 两), and a zero
     part is not said."""
     values = [p for p in parts if p is not None]
-    units = ("小时", "分", "秒")[-len(values) :]
-    out = "".join(cardinal(v, liang=True) + u for v, u in zip(values, units, strict=True) if int(v))
-    return out or "零秒"
+    return _span(values, ("小时", "分", "秒")[-len(values) :]) or "零秒"
+
+
+def _span(values: Sequence[str], units: Sequence[str]) -> str:
+    """Parts of a span of time, each a count (2 is 两) with its unit; a zero part is not said (empty if all are)."""
+    return "".join(cardinal(v, liang=True) + u for v, u in zip(values, units, strict=True) if int(v))
 
 
 def _jiao_fen(amount: str) -> bool | None:
