@@ -4,10 +4,10 @@ Issue 15's time to first audio: the CPU engine renders a sentence's decoder and 
 (``backends.windows``) after the prosody half has run once over the whole sentence, so the first window's
 audio plays while the rest renders. Per sentence and setting, with the int8 stage-2 halves the engine runs
 (window sizes follow the settings alone, ``frame_ms`` among them, never a clock): the parts' frames, the log-mel
-distance (``doctor.parity``: int8 vs float graphs differ by 2.3-2.8 dB, another voice by 10-15) of the joined
-parts against the whole render over the speech (from the end of the start pad), of the first part alone (and its
-level against the whole render's), and of 200 ms around each seam; and the frames rendered against the sentence's
-frames (the windows' context is rendered twice).
+distance (``doctor.parity``: int8 vs float graphs differ by 2.3-2.8 dB, another voice by 10-15) of the joined parts
+against the whole render over the speech (from the end of the start pad), of the first part alone (and its level
+against the whole render's), of the audio after the first part (and its level), and of 200 ms around each seam; and
+the frames rendered against the sentence's frames (the windows' context is rendered twice).
 
     python benchmarks/window_vocoder.py [--set "" left_frames=16 ...] [--out out/window-vocoder.json]
 """
@@ -67,8 +67,8 @@ def main() -> int:
     vocoder = _Vocoder(graphs.path("int8", "stage2"), options, ["CPUExecutionProvider"], halves)
     rows = []
     print("| setting | sentence (frames) | parts (frames) | rendered / frames | whole dB | first part dB "
-          "| first part level dB | seams dB |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| first part level dB | after it dB | its level dB | seams dB |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for text in TEXTS:
         ids = phoneme_ids(phonemize(normalize(text)), vocab)
         style = voices.style("zf_xiaobei", len(ids)).reshape(1, -1)
@@ -85,7 +85,7 @@ def main() -> int:
             rendered = [0]
 
             def counted(s: Span, rendered: list[int] = rendered, span=span) -> np.ndarray:
-                rendered[0] += s.hi - s.lo + s.closing
+                rendered[0] += s.hi - s.lo + s.closing + s.opening[1] - s.opening[0]
                 return span(s)
 
             parts = list(render_windows(counted, frames, cfg))
@@ -98,12 +98,14 @@ def main() -> int:
                    if len(seams) else 0.0,
                    "first_level_db": round(_level_db(joined[speech:seams[0]], whole[speech:seams[0]]), 2)
                    if len(seams) else 0.0,
+                   "later_db": round(mel_distance_db(whole[seams[0]:], joined[seams[0]:]), 2) if len(seams) else 0.0,
+                   "later_level_db": round(_level_db(joined[seams[0]:], whole[seams[0]:]), 2) if len(seams) else 0.0,
                    "seam_db": [round(mel_distance_db(whole[b - SEAM:b + SEAM], joined[b - SEAM:b + SEAM]), 2)
                                for b in seams]}
             rows.append(row)
             print(f"| {row['setting']} | {text} ({row['frames']}) | {row['parts']} | "
                   f"{row['rendered']} / {row['frames']} | {row['whole_db']} | {row['first_db']} | "
-                  f"{row['first_level_db']} | {row['seam_db']} |",
+                  f"{row['first_level_db']} | {row['later_db']} | {row['later_level_db']} | {row['seam_db']} |",
                   flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")

@@ -93,6 +93,8 @@ class WindowSettings:
     """How many times the first window's norms count each of those frames."""
     pad_frames: int
     """The start pad's frames the first window renders (the last ones), counted for the whole pad; 0 = all of it."""
+    later_pad_frames: int
+    """The start pad's last frames each later window renders for its norms alone, counted for the whole pad."""
     fade_frames: int
     frame_ms: float
     """What rendering one frame is taken to cost when sizing the later windows; 0: measured by the engine at

@@ -50,8 +50,10 @@ def test_the_parts_join_up_to_the_whole_sentence_and_the_first_is_small() -> Non
     assert len(parts[0]) == (20 + SETTINGS.first_frames) * SAMPLES_PER_FRAME
     assert calls[0] == (0, 20 + SETTINGS.first_frames + SETTINGS.right_frames)
     assert all(lo > 0 for lo, _hi in calls[1:])  # later windows start inside the sentence, with their left context
-    # Only the first window's norms are shown the sentence's close; the later ones reach it or see enough.
+    # Only the first window's norms are shown the sentence's close; the later ones reach it or see enough of it,
+    # and the start pad's last frames (the first window renders all of the pad).
     assert [s.closing for s in render.spans] == [SETTINGS.closing_frames] + [0] * (len(calls) - 1)
+    assert [s.opening for s in render.spans] == [(0, 0)] + [(20 - SETTINGS.later_pad_frames, 20)] * (len(calls) - 1)
     again, _signal, calls_again = _renderer(int(SENTENCE.sum()))
     list(render_windows(again, SENTENCE, SETTINGS))
     assert calls_again == calls  # no clock in the plan: the same sentence, the same windows, the same audio
@@ -67,19 +69,40 @@ def test_a_first_window_of_a_few_pad_frames_counts_them_for_the_whole_pad() -> N
     assert calls[0] == (20 - 8, 20 + SETTINGS.first_frames + SETTINGS.right_frames)
     first = render.spans[0]
     assert (first.lead, first.lead * first.lead_weight, first.closing_weight) == (8, 20, 2.0)
-    assert all(s.lead == 0 and s.closing == 0 for s in render.spans[1:])  # later windows: plain norms
+    assert all(s.opening == (12, 20) and s.closing == 0 for s in render.spans[1:])  # later: the pad's last 8 too
     again, _signal, _calls = _renderer(int(SENTENCE.sum()))
     list(render_windows(again, SENTENCE, SETTINGS))
     assert again.spans[0].lead == 0 and again.spans[0].closing_weight == 1.0  # the default renders the whole pad
 
 
-@pytest.mark.parametrize("frame_ms", [8.0, 14.0, 17.0])  # 2 cores with AVX-512 VNNI ~7, without ~13
-def test_no_window_is_late_for_its_listener_at_the_cost_it_is_sized_for(frame_ms: float) -> None:
-    settings = dataclasses.replace(SETTINGS, frame_ms=frame_ms)
+def test_later_windows_norms_see_the_start_pad_where_the_machine_has_the_time() -> None:
+    edges = dataclasses.replace(SETTINGS, frame_ms=6.0, later_pad_frames=8)
+    render, signal, _calls = _renderer(int(LONG.sum()))
+    np.testing.assert_allclose(np.concatenate(list(render_windows(render, LONG, edges))), signal, atol=1e-6)
+    first, *later = render.spans
+    assert first.opening == (0, 0) and len(later) >= 2
+    pad, total = int(LONG[0]), int(LONG.sum())
+    for span in later:
+        assert span.opening == (pad - 8, pad) and (span.lead, span.lead * span.lead_weight) == (8, pad)
+        assert span.closing == 0
+    assert later[-1].hi == total
+    # Where rendering them would need a larger first window (a slower machine), first audio comes first.
+    slow = dataclasses.replace(edges, frame_ms=14.0)
+    render, _signal, _calls = _renderer(int(LONG.sum()))
+    list(render_windows(render, LONG, slow))
+    assert render.spans[0].hi == pad + least_first_frames(dataclasses.replace(slow, later_pad_frames=0)) + 8
+    assert all(s.opening == (0, 0) for s in render.spans[1:])
+
+
+@pytest.mark.parametrize("frame_ms", [6.0, 8.0, 14.0, 17.0])  # 2 cores with AVX-512 VNNI ~7, without ~13
+@pytest.mark.parametrize("edge_frames", [0, 8])
+def test_no_window_is_late_for_its_listener_at_the_cost_it_is_sized_for(frame_ms: float, edge_frames: int) -> None:
+    settings = dataclasses.replace(SETTINGS, frame_ms=frame_ms, later_pad_frames=edge_frames)
     render, _signal, calls = _renderer(int(LONG.sum()))
     heard, rendered, ready = 0, 0, []
     for part in render_windows(render, LONG, settings):
-        ready.append((sum(hi - lo for lo, hi in calls[1:]) * frame_ms / 1000, heard))
+        ready.append((sum(s.hi - s.lo + s.closing + s.opening[1] - s.opening[0] for s in render.spans[1:])
+                      * frame_ms / 1000, heard))
         heard += len(part) // SAMPLES_PER_FRAME
         rendered = len(calls)
     speech = int(LONG[0])

@@ -189,7 +189,9 @@ class _Vocoder:
         style, total = feeds["style"], asr.shape[2]
 
         def span(s: Span) -> np.ndarray:
-            spans = [(s.lo, s.hi), (total - s.closing, total)] if s.closing else [(s.lo, s.hi)]
+            opened = s.opening[1] - s.opening[0]  # frames joined before the span: their audio is dropped
+            spans = [s.opening] if opened else []
+            spans += [(s.lo, s.hi), (total - s.closing, total)] if s.closing else [(s.lo, s.hi)]
 
             def cut(x: np.ndarray, per_frame: int, axis: int) -> np.ndarray:
                 return np.concatenate([x.take(range(per_frame * a, per_frame * b), axis) for a, b in spans], axis)
@@ -200,7 +202,8 @@ class _Vocoder:
                 NORM_FRAMES: np.array([s.lead, s.closing], np.int64),
                 NORM_WEIGHTS: np.array([s.lead_weight - 1, s.closing_weight - 1], np.float32),
             }, options)[0]
-            return np.asarray(out, np.float32).reshape(-1)[:(s.hi - s.lo) * SAMPLES_PER_FRAME]
+            return np.asarray(out, np.float32).reshape(-1)[opened * SAMPLES_PER_FRAME:
+                                                           (opened + s.hi - s.lo) * SAMPLES_PER_FRAME]
 
         return span
 

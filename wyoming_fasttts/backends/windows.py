@@ -9,34 +9,37 @@ on each side, and their audio is joined with a short cross-fade. Rendered over a
 halves give stage 2's output exactly; a window differs from that by about as much as the int8 graphs differ
 from the float ones (docs/BENCHMARKS.md, "stage 2 in frame windows").
 
-The first window is small: its audio is what the listener waits for. Its instance norms would see only the
-sentence's start, so the sentence's last ``closing_frames`` (the phrase-final syllable drawn out, the closing mark's
-silence) are rendered beside it for the norms alone: over a first window those statistics are what it lacks most
-(eager float32: first part 3.2 -> 2.1 dB from the whole render for 16 frames more, where 16 more of right context
-gave 3.0, ``benchmarks/window_norms.py``; int8, 8 of them in place of 8 frames of right context: 3.8 -> 3.1 dB,
-``benchmarks/window_vocoder.py``), each counted ``closing_weight`` times (``graphs.norm_weights``). It may render only
-the last ``pad_frames`` of the start pad's silence (~20 frames), each counted for as many of the pad's frames as it
-stands for (the skipped frames' audio is silence, sent as zeros): 12 frames less to wait for and as close to the whole
-render in log-mel distance, but Whisper heard it worse (+0.41 points against +0.17, docs/BENCHMARKS.md, third pass),
-so by default the whole pad is rendered. Each later one is as large as can be
-rendered, at ``frame_ms`` a frame, before the audio already handed over has played out, so a window is never late
-for its listener; what is left once it fits is rendered in one piece. ``frame_ms`` is what this machine takes: by
-default measured once at start-up (the engine's warm-up; a machine without VNNI renders a frame in ~13 ms where one
-with it takes ~6, and windows sized for the faster one left gaps), else the setting, checked against the machine
-(``slow_machine``). A reply's later sentence is rendered while the one before it plays: its plan starts from the
-audio its listener has ahead (``ahead_s``), so it comes whole where that covers it, and in windows that are each in
-time where it does not (rendered whole regardless, it came late: gaps of 1-2 s between sentences on the slower
+The first window is small: its audio is what the listener waits for. Its instance norms would see only the sentence's
+start, so the sentence's last ``closing_frames`` (the phrase-final syllable drawn out, the closing mark's silence)
+are rendered beside it for the norms alone: over a first window those statistics are what it lacks most (eager
+float32: first part 3.2 -> 2.1 dB from the whole render for 16 frames more, where 16 more of right context gave 3.0,
+``benchmarks/window_norms.py``; int8, 8 of them in place of 8 frames of right context: 3.8 -> 3.1 dB,
+``benchmarks/window_vocoder.py``), each counted ``closing_weight`` times (``graphs.norm_weights``). It may render
+only the last ``pad_frames`` of the start pad's silence (~20 frames), each counted for as many of the pad's frames as
+it stands for (the skipped frames' audio is silence, sent as zeros): 12 frames less to wait for and as close to the
+whole render in log-mel distance, but Whisper heard it worse (+0.41 points against +0.17, docs/BENCHMARKS.md, third
+pass), so by default the whole pad is rendered. A later window's norms, over its own frames alone, see speech where
+the whole render's also see the start pad's silence: the Whisper ear's extra errors sat after the first window, not
+in it (docs/BENCHMARKS.md, sixth pass), so each later window renders the start pad's last ``later_pad_frames`` before
+its left context, counted for the whole pad, where the machine has the time (``_pad_if_free``). Each later one is as
+large as can be rendered, at ``frame_ms`` a frame, before the audio already handed over has played out, so a window
+is never late for its listener; what is left once it fits is rendered in one piece. ``frame_ms`` is what this machine
+takes: by default measured once at start-up (the engine's warm-up; a machine without VNNI renders a frame in ~13 ms
+where one with it takes ~6, and windows sized for the faster one left gaps), else the setting, checked against the
+machine (``slow_machine``). A reply's later sentence is rendered while the one before it plays: its plan starts from
+the audio its listener has ahead (``ahead_s``), so it comes whole where that covers it, and in windows that are each
+in time where it does not (rendered whole regardless, it came late: gaps of 1-2 s between sentences on the slower
 machine). The plan reads no clock itself: the same sentence, settings and ``ahead_s`` give the same audio, and a
-sentence its listener waits for (a reply's first) always starts with the same first window. A sentence the
-scheduler renders whole (it had company) differs from its windowed audio by the seams, as the tables in
-docs/BENCHMARKS.md measure.
+sentence its listener waits for (a reply's first) always starts with the same first window. A sentence the scheduler
+renders whole (it had company) differs from its windowed audio by the seams, as the tables in docs/BENCHMARKS.md
+measure.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -59,6 +62,9 @@ class Span:
     """The span's first frames, each counted ``lead_weight`` times by the norms."""
     lead_weight: float = 1.0
     closing_weight: float = 1.0
+    opening: tuple[int, int] = (0, 0)
+    """Frames [a, b) of the sentence (the start pad's) joined before [lo, hi) for the norms alone; they are the
+    ``lead`` where given (a later window's)."""
 
 
 Render = Callable[[Span], np.ndarray]
@@ -89,6 +95,7 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings,
     speech = int(frames[0])  # the start pad's frames: the first token's speech starts here
     if settings.frame_ms <= 0:
         raise ValueError("engine.windows.frame_ms 0 is measured by the engine's warm-up, which has not run")
+    settings = _pad_if_free(settings)
     per_frame = settings.frame_ms / 1000
     least = least_first_frames(settings)
     fits = int(ahead_s * settings.margin / per_frame)  # frames rendered while the audio before it plays
@@ -108,13 +115,13 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings,
     while True:
         hi = total if e >= total else min(total, e + settings.right_frames)
         if s:
-            span = Span(max(0, s - settings.left_frames), hi)
-            busy += (hi - span.lo) * per_frame
+            span = _later_span(max(0, s - settings.left_frames), hi, speech, settings)
+            busy += _cost(span) * per_frame
             part = render(span)[(s - span.lo) * SAMPLES_PER_FRAME:]
         else:
             span = _first_span(speech, hi, total, settings)
             if ahead_s > 0:
-                busy += (span.hi - span.lo + span.closing) * per_frame
+                busy += _cost(span) * per_frame
             part = render(span)
             if span.lo:  # the start pad's frames before the span: silence
                 part = np.concatenate([np.zeros(span.lo * SAMPLES_PER_FRAME, np.float32), part])
@@ -131,10 +138,11 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings,
         # The next window must be rendered before the listener has heard everything up to ``e``.
         budget = int((((e - speech) * FRAME_SECONDS + ahead_s) * settings.margin - busy) / per_frame)
         rest = total - e
-        if rest + settings.left_frames <= budget:
+        opening = min(settings.later_pad_frames, speech)  # the start pad's frames its norms see
+        if rest + settings.left_frames + opening <= budget:
             nxt = total
         else:
-            nxt = e + max(settings.first_frames, budget - settings.left_frames - settings.right_frames)
+            nxt = e + max(settings.first_frames, budget - settings.left_frames - settings.right_frames - opening)
             if total - nxt < settings.first_frames:
                 nxt = total
         s, e = e, nxt
@@ -145,17 +153,19 @@ def least_first_frames(settings: WindowSettings) -> int | None:
     ``frame_ms`` (``first_frames`` or more), or None for whole sentences: windows off (``first_frames`` 0), or
     they cannot keep up at all.
 
-    Each later window renders its ``left_frames`` and ``right_frames`` of context again. With ``r`` the seconds of
-    rendering per second of audio (frame_ms over 25 ms, at ``margin``), and S the audio ahead of the renderer, a
-    window as large as S allows leaves S/r - (left + right) ahead after it: the lead grows only from more than
-    (left + right) r / (1 - r) frames, which the first part must give. At 8 ms a frame that is 24 frames (40 is
+    Each later window renders its ``left_frames`` and ``right_frames`` of context again, and the start pad's frames
+    its norms see (``later_pad_frames``): c frames in all. With ``r`` the seconds of rendering per
+    second of audio (frame_ms over 25 ms, at ``margin``), and S the audio ahead of the renderer, a window as large
+    as S allows leaves S/r - c ahead after it: the lead grows only from more than c r / (1 - r) frames, which the
+    first part must give. At 8 ms a frame that is 24 frames (40 is
     the setting); at 14 (2 cores without VNNI) 78, so 40 had every later window come late, by 0.3-0.8 s each."""
     if settings.first_frames <= 0:
         return None
     r = settings.frame_ms / 1000 / (FRAME_SECONDS * settings.margin)
     if r >= 0.9:
         return None
-    return max(settings.first_frames, math.ceil(1.25 * (settings.left_frames + settings.right_frames) * r / (1 - r)))
+    again = settings.left_frames + settings.right_frames + settings.later_pad_frames
+    return max(settings.first_frames, math.ceil(1.25 * again * r / (1 - r)))
 
 
 def _first_span(pad: int, hi: int, total: int, settings: WindowSettings) -> Span:
@@ -164,6 +174,28 @@ def _first_span(pad: int, hi: int, total: int, settings: WindowSettings) -> Span
     lead = settings.pad_frames if 0 < settings.pad_frames < pad else 0
     return Span(pad - lead if lead else 0, hi, closing=max(0, min(settings.closing_frames, total - hi)),
                 lead=lead, lead_weight=pad / lead if lead else 1.0, closing_weight=settings.closing_weight)
+
+
+def _pad_if_free(settings: WindowSettings) -> WindowSettings:
+    """The settings a plan follows: the start pad in the later windows' norms only where rendering it needs no larger
+    first window (``frame_ms`` up to ~8 ms: 2 cores with VNNI); on a slower machine it would cost first audio, so
+    there the later windows go without."""
+    plain = replace(settings, later_pad_frames=0)
+    return settings if least_first_frames(settings) == least_first_frames(plain) else plain
+
+
+def _later_span(lo: int, hi: int, pad: int, settings: WindowSettings) -> Span:
+    """A later window: its left context on, and, for its norms, the start pad's last ``later_pad_frames`` standing
+    for all ``pad`` of its frames, as the whole render's norms see them (a later window's own frames are speech; the
+    sentence's statistics also hold the pad's silence)."""
+    opening = min(settings.later_pad_frames, pad) if lo >= pad else 0
+    return Span(lo, hi, lead=opening, lead_weight=pad / opening if opening else 1.0,
+                opening=(pad - opening, pad) if opening else (0, 0))
+
+
+def _cost(span: Span) -> int:
+    """Frames a span renders: its own, and those joined for its norms."""
+    return span.hi - span.lo + span.closing + span.opening[1] - span.opening[0]
 
 
 def slow_machine(settings: WindowSettings, frames: int, seconds: float) -> str | None:
