@@ -4,7 +4,10 @@ There is no English G2P on this path, but Kokoro v1.0's vocabulary holds misaki'
 known words are looked up: first our own table of names as Chinese speakers say them
 (``data/latin.tsv``), then misaki's English gold lexicon (shipped inside misaki, no download). Acronyms
 and unknown words are spelled letter by letter, as a Chinese reader does with GPU or USB; an unknown
-camel-case name is read part by part first (SmartThings → Smart Things), as it is said.
+camel-case name is read part by part first (SmartThings → Smart Things), as it is said. A word neither
+knows that is two or more pinyin syllables (Meituan, Bilibili, Haier: Chinese names written in Latin letters) is
+read as the syllables, not spelled: a Chinese reader sees 美团 in Meituan, and M-E-I-T-U-A-N is no name at all. The
+tones are not written, so the syllables are said in the English notation the table uses for Xiaomi (ʃˈaʊmˌi).
 """
 
 from __future__ import annotations
@@ -42,6 +45,76 @@ def _lookup(word: str) -> str | None:
         if entry:
             return entry
     return None
+
+
+# Pinyin in misaki's English notation, as the table writes Chinese names: initials, then finals as (glide, vowel).
+_INITIALS = {"zh": "ʤ", "ch": "ʧ", "sh": "ʃ", "b": "b", "p": "p", "m": "m", "f": "f", "d": "d", "t": "t", "n": "n",
+             "l": "l", "g": "ɡ", "k": "k", "h": "h", "j": "ʤ", "q": "ʧ", "x": "ʃ", "r": "ɹ", "z": "dz", "c": "ts",
+             "s": "s"}
+_FINALS = {"a": ("", "ɑ"), "o": ("", "O"), "e": ("", "ə"), "ai": ("", "I"), "ei": ("", "A"), "ao": ("", "W"),
+           "ou": ("", "O"), "an": ("", "ɑn"), "en": ("", "ən"), "ang": ("", "ɑŋ"), "eng": ("", "əŋ"),
+           "ong": ("", "ʊŋ"), "er": ("", "ɑɹ"), "i": ("", "i"), "ia": ("j", "ɑ"), "ie": ("j", "ɛ"),
+           "iao": ("j", "W"), "iu": ("j", "O"), "iou": ("j", "O"), "io": ("j", "O"), "ian": ("j", "ɛn"),
+           "in": ("", "in"), "iang": ("j", "ɑŋ"), "ing": ("", "iŋ"), "iong": ("j", "ʊŋ"), "u": ("", "u"),
+           "ua": ("w", "ɑ"), "uo": ("w", "O"), "uai": ("w", "I"), "ui": ("w", "A"), "uei": ("w", "A"),
+           "uan": ("w", "ɑn"), "un": ("w", "ən"), "uen": ("w", "ən"), "uang": ("w", "ɑŋ"), "ueng": ("w", "əŋ"),
+           "uong": ("w", "ʊŋ"), "v": ("", "u"), "ve": ("w", "ɛ"), "van": ("w", "ɛn"), "vn": ("", "un")}
+
+
+@functools.cache
+def _syllables() -> frozenset[str]:
+    return frozenset(row[0] for row in load_table("syllables.tsv"))
+
+
+def _split_pinyin(word: str) -> list[str] | None:
+    """``word`` (lower case) as the fewest pinyin syllables, or None where it is not a run of them."""
+    known = _syllables()
+    best: list[list[str] | None] = [[]] + [None] * len(word)  # best[i]: the fewest syllables spelling word[:i]
+    for i in range(1, len(word) + 1):
+        for j in range(max(0, i - 6), i):  # a syllable is at most 6 letters (zhuang)
+            head = best[j]
+            now = best[i]
+            if head is not None and word[j:i] in known and (now is None or len(head) + 1 < len(now)):
+                best[i] = [*head, word[j:i]]
+    return best[-1]
+
+
+def _syllable(syllable: str, stress: str) -> str | None:
+    """One toneless syllable in the English notation, ``stress`` before its vowel; None for one it has no final for."""
+    initial, final = "", syllable
+    if syllable[0] == "y":  # y and w spell the glide of a final with no initial: ya = ia, yu = ü, wei = uei
+        rest = syllable[1:]
+        final = rest if rest.startswith("i") else "v" + rest[1:] if rest.startswith("u") else "i" + rest
+    elif syllable[0] == "w":
+        final = "u" if syllable == "wu" else "u" + syllable[1:]
+    else:
+        initial = next((i for i in ("zh", "ch", "sh") if syllable.startswith(i)), syllable[0] if
+                       syllable[0] in _INITIALS else "")
+        final = syllable[len(initial):]
+        if initial in ("j", "q", "x") and final.startswith("u"):
+            final = "v" + final[1:]
+    if final == "i" and initial in ("z", "c", "s"):
+        glide, vowel = "", "ə"
+    elif final == "i" and initial in ("zh", "ch", "sh", "r"):
+        glide, vowel = "", "ɜɹ"
+    elif final in _FINALS:
+        glide, vowel = _FINALS[final]
+    else:
+        return None
+    if not initial and final.startswith("v"):
+        glide = "j" + glide  # yu, yue, yuan, yun
+    elif initial in ("j", "q", "x"):
+        glide = glide.lstrip("j")  # the initial is already palatal: xiao is ʃW, as the table writes Xiaomi
+    return _INITIALS.get(initial, "") + glide + stress + vowel
+
+
+def pinyin_phonemes(word: str) -> str | None:
+    """A word of two or more toneless pinyin syllables (Meituan, bilibili) read as them, or None."""
+    parts = _split_pinyin(word.lower()) if word.isalpha() and not word.isupper() else None
+    if not parts or len(parts) < 2:
+        return None
+    said = [_syllable(part, "ˈ" if i == 0 else "ˌ") for i, part in enumerate(parts)]
+    return None if None in said else "".join(s for s in said if s)
 
 
 def spell(word: str) -> str:
@@ -86,6 +159,9 @@ def phonemes(word: str) -> str:
     stem = _lookup(word[:-1]) if word.endswith("s") and len(word) > 3 else None
     if stem:  # a plural the lexicon lacks: Things, Pods
         return stem + ("s" if stem[-1] in "ptkfθ" else "z")
+    known = pinyin_phonemes(word)
+    if known:
+        return known
     parts = _CAMEL.findall(word)
     if len(parts) > 1:
         return " ".join(phonemes(part) for part in parts)

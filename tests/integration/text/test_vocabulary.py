@@ -10,7 +10,7 @@ from wyoming_fasttts.assets import ensure_assets
 from wyoming_fasttts.config import load_settings
 from wyoming_fasttts.text import phonemize
 from wyoming_fasttts.text.data import load_table
-from wyoming_fasttts.text.latin import phonemes, spell
+from wyoming_fasttts.text.latin import phonemes, pinyin_phonemes, spell
 
 
 @pytest.fixture(scope="module")
@@ -30,3 +30,5 @@ def test_latin_table_and_letters_are_in_vocabulary(vocab):
     for word, _ in load_table("latin.tsv"):
         assert set(phonemes(word).replace(" ", "")) <= vocab, word
     assert set(spell("ABCDEFGHIJKLMNOPQRSTUVWXYZ").replace(" ", "")) <= vocab
+    for (syllable,) in load_table("syllables.tsv"):  # a Chinese name in pinyin (Meituan) is read as its syllables
+        assert set(pinyin_phonemes(syllable + syllable)) <= vocab, syllable

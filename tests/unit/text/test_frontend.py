@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wyoming_fasttts.text import latin, normalize, phonemize, pinyin
+from wyoming_fasttts.text.data import load_table
 from wyoming_fasttts.text.latin import phonemes, spell
 
 
@@ -40,6 +41,28 @@ def test_brand_names_are_said_as_words_not_spelled():
     assert phonemes("SmartThings") == " ".join(phonemes(w) for w in ("Smart", "Things"))
     for name in ("HomePod", "AirPods", "MacBook", "Spotify", "ESPHome", "SmartThings"):
         assert phonemes(name) != spell(name), name
+
+
+def test_chinese_names_written_in_pinyin_are_read_as_their_syllables_not_spelled():
+    """Meituan is 美团 to a Chinese reader; letter names would say nothing. English words keep the lexicon."""
+    assert phonemes("Meituan") == phonemes("meituan") == phonemes("MeiTuan") == "mˈAtwˌɑn"  # mei tuan
+    assert phonemes("Xiaodu") == "ʃˈWdˌu" and phonemes("Eleme") == "ˈəlˌəmˌə"  # x is palatal; e le me
+    assert phonemes("Yuanshen") == "jwˈɛnʃˌən"  # the fewest syllables: yuan shen, not yu an shen
+    for name in ("Douyin", "Pinduoduo", "Changhong", "Zhihu", "Feishu", "Haier"):
+        assert phonemes(name) != spell(name) and " " not in phonemes(name), name
+    assert phonemes("banana") == latin._lookup("banana")  # an English word the lexicon knows stays English
+    assert phonemes("LED") == spell("LED") and phonemes("Ikea") == spell("Ikea")  # an acronym; not pinyin
+    assert phonemes("Ding") == latin._lookup("Ding")  # one syllable alone is not taken for pinyin
+
+
+def test_the_pinyin_syllables_are_the_ones_pypinyin_writes():
+    from pypinyin.contrib.tone_convert import to_normal
+    from pypinyin.pinyin_dict import pinyin_dict
+
+    written = {to_normal(p, v_to_u=False) for v in pinyin_dict.values() for p in v.split(",")}
+    syllables = {row[0] for row in load_table("syllables.tsv")}
+    assert syllables == {s for s in written if s.isalpha() and s.isascii() and any(v in s for v in "aeiouv")}
+    assert all(latin._syllable(s, "ˈ") for s in syllables)  # every one has a reading
 
 
 def test_announcement_text_keeps_everything_the_user_wrote():
