@@ -112,6 +112,7 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings,
     # Seconds of rendering counted against the audio the listener has: from the first part's handover where they
     # wait for it, else from now (the first window's rendering included).
     busy = 0.0
+    opening = min(settings.later_pad_frames, speech)  # the start pad's frames a later window's norms see
     while True:
         hi = total if e >= total else min(total, e + settings.right_frames)
         if s:
@@ -138,7 +139,6 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings,
         # The next window must be rendered before the listener has heard everything up to ``e``.
         budget = int((((e - speech) * FRAME_SECONDS + ahead_s) * settings.margin - busy) / per_frame)
         rest = total - e
-        opening = min(settings.later_pad_frames, speech)  # the start pad's frames its norms see
         if rest + settings.left_frames + opening <= budget:
             nxt = total
         else:
@@ -157,8 +157,8 @@ def least_first_frames(settings: WindowSettings) -> int | None:
     its norms see (``later_pad_frames``): c frames in all. With ``r`` the seconds of rendering per
     second of audio (frame_ms over 25 ms, at ``margin``), and S the audio ahead of the renderer, a window as large
     as S allows leaves S/r - c ahead after it: the lead grows only from more than c r / (1 - r) frames, which the
-    first part must give. At 8 ms a frame that is 24 frames (40 is
-    the setting); at 14 (2 cores without VNNI) 78, so 40 had every later window come late, by 0.3-0.8 s each."""
+    first part must give. At 8 ms a frame that is 29 frames with the pad (40 is the setting); at 14 (2 cores without
+    VNNI, where the pad is left out) 78, so 40 had every later window come late, by 0.3-0.8 s each."""
     if settings.first_frames <= 0:
         return None
     r = settings.frame_ms / 1000 / (FRAME_SECONDS * settings.margin)

@@ -5,7 +5,7 @@ known words are looked up: first our own table of names as Chinese speakers say 
 (``data/latin.tsv``), then misaki's English gold lexicon (shipped inside misaki, no download). Acronyms
 and unknown words are spelled letter by letter, as a Chinese reader does with GPU or USB; an unknown
 camel-case name is read part by part first (SmartThings → Smart Things), as it is said. A word neither
-knows that is two or more pinyin syllables (Meituan, Bilibili, Haier: Chinese names written in Latin letters) is
+knows that is two or more pinyin syllables (Meituan, Pinduoduo, Haier: Chinese names written in Latin letters) is
 read as the syllables, not spelled: a Chinese reader sees 美团 in Meituan, and M-E-I-T-U-A-N is no name at all. The
 tones are not written, so the syllables are said in the English notation the table uses for Xiaomi (ʃˈaʊmˌi).
 """
@@ -109,7 +109,7 @@ def _syllable(syllable: str, stress: str) -> str | None:
 
 
 def pinyin_phonemes(word: str) -> str | None:
-    """A word of two or more toneless pinyin syllables (Meituan, bilibili) read as them, or None."""
+    """A word of two or more toneless pinyin syllables (Meituan, pinduoduo) read as them, or None."""
     parts = _split_pinyin(word.lower()) if word.isalpha() and not word.isupper() else None
     if not parts or len(parts) < 2:
         return None
