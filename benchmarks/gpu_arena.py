@@ -148,8 +148,8 @@ def working_sets(spec: dict[str, Any]) -> dict[str, Any]:
     from gpu_variants import _process_mib
 
     from wyoming_fasttts.backends import ort_graphs
+    from wyoming_fasttts.backends.memory import device_used_bytes as _device_used
     from wyoming_fasttts.backends.onnxruntime import cuda_provider_problem, cuda_providers, session_options
-    from wyoming_fasttts.backends.ort_graphs import _device_used
     from wyoming_fasttts.config import load_settings
 
     idle = _device_used(0) or 0
@@ -208,8 +208,8 @@ def settings_row(spec: dict[str, Any]) -> dict[str, Any]:
     from gpu_variants import _process_mib
 
     from wyoming_fasttts.backends.base import SynthesisItem
+    from wyoming_fasttts.backends.memory import device_used_bytes as _device_used
     from wyoming_fasttts.backends.onnxruntime import cuda_provider_problem, cuda_providers, session_options
-    from wyoming_fasttts.backends.ort_graphs import _device_used
     from wyoming_fasttts.config import load_settings
 
     ort.set_default_logger_severity(1)  # INFO: BFCArena's "Extending ..." / "Extended allocation by ..."

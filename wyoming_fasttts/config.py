@@ -126,6 +126,7 @@ class EngineSettings:
     cuda_provider_options: dict[str, str]
     shared_arena: bool
     cuda_arena: dict[str, int]
+    torch_compile: bool
 
     @property
     def engine_path(self) -> Path:
@@ -200,7 +201,7 @@ class ConfigError(ValueError):
     """A configuration file or override that does not fit the schema."""
 
 
-BACKENDS = ("auto", "onnxruntime", "onnxruntime-cuda", "tensorrt", "tensorrt-rtx", "triton")
+BACKENDS = ("auto", "onnxruntime", "onnxruntime-cuda", "tensorrt", "tensorrt-rtx", "torch-cuda", "triton")
 
 
 ARENA_KEYS = ("max_mem", "arena_extend_strategy", "initial_chunk_size_bytes", "max_dead_bytes_per_chunk",

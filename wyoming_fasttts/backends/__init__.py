@@ -36,6 +36,10 @@ def create_engine(settings: Settings, assets: ModelAssets) -> Engine:
         from .tensorrt import create_tensorrt_engine
 
         engine = create_tensorrt_engine(settings, assets, backend)
+    elif backend == "torch-cuda":
+        from .torch_cuda import create_torch_engine
+
+        engine = create_torch_engine(settings, assets)
     elif backend == "triton":
         from .triton import create_triton_engine
 

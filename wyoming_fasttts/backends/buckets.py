@@ -25,13 +25,14 @@ took the benchmark sentence from 26.8 to 22-24 ms (2026-12-01, docs/BENCHMARKS.m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..core import EngineError, SynthesisItem
-from .batching import stage1_feeds
+from .alignment import SAMPLES_PER_FRAME, alignment, frame_counts
+from .batching import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS, stage1_feeds
 
 MIN_TOKENS = 32
 MIN_FRAMES = 32
@@ -111,6 +112,21 @@ class Buckets:
                 if b * f <= self.batch_frames and 2 * f >= t]
 
 
+TENSOR_DTYPES: dict[str, type] = {
+    "tokens": np.int64, "lengths": np.int64, "style": np.float32, "speed": np.float32, "durations": np.float32,
+    "d": np.float32, "t_en": np.float32, "alignment": np.float32, "frames": np.int64, "audio": np.float32,
+    "audio_lengths": np.int64}
+"""Every tensor either stage reads or writes, and its element type (both stages' inputs and outputs)."""
+
+
+def tensor_dims(b: int, t: int, f: int) -> dict[str, tuple[int, ...]]:
+    """Each tensor's shape at rows ``b``, tokens ``t``, frames ``f`` (stage 1's with any ``f``): the views an engine
+    with one flat buffer per tensor binds at that shape."""
+    return {"tokens": (b, t), "lengths": (b,), "style": (b, STYLE_DIM), "speed": (b,), "durations": (b, t),
+            "d": (b, t, D_CHANNELS), "t_en": (b, T_EN_CHANNELS, t), "alignment": (b, t, f), "frames": (b,),
+            "audio": (b, f * SAMPLES_PER_FRAME), "audio_lengths": (b,)}
+
+
 def bucket_feeds(items: Sequence[SynthesisItem], buckets: Buckets) -> tuple[dict[str, np.ndarray], int]:
     """Stage-1 inputs at a bucket shape, and how many rows are real (the rest repeat row 0)."""
     rows = buckets.row_bucket(len(items))
@@ -143,3 +159,33 @@ def stage2_groups(frames: np.ndarray, tokens: int, buckets: Buckets) -> list[tup
         groups.append((np.sort(take), buckets.row_bucket(len(take)), f))
         start += len(take)
     return groups
+
+
+def stage2_plan(durations: np.ndarray, lengths: np.ndarray, real: int, tokens: int, buckets: Buckets,
+                tail_frames: int) -> tuple[list[np.ndarray], np.ndarray, list[tuple[np.ndarray, int, int]]]:
+    """From stage 1's durations at token bucket ``tokens``: each row's frames per token, its frames in all, and
+    the stage-2 calls for the ``real`` rows (``stage2_groups``)."""
+    counts = [frame_counts(durations[row, :n], tail_frames) for row, n in enumerate(lengths)]
+    frames = np.array([c.sum() for c in counts], np.int64)
+    return counts, frames, stage2_groups(frames[:real], tokens, buckets)
+
+
+def call_rows(group: np.ndarray, b: int, tokens: int, f: int, counts: list[np.ndarray],
+              frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows one stage-2 call runs (``group``, padded to ``b`` rows by repeating its first: stage 1's extra
+    rows already do) and their alignment [b, tokens, f]."""
+    fill = np.concatenate([group, np.repeat(group[:1], b - len(group))])
+    aligned = np.zeros((b, tokens, f), np.float32)
+    for j, row in enumerate(fill):
+        aligned[j, :len(counts[row]), :frames[row]] = alignment(counts[row])[0]
+    return fill, aligned
+
+
+def run_groups(groups: list[tuple[np.ndarray, int, int]], real: int,
+               call: Callable[[np.ndarray, int, int], list[np.ndarray]]) -> list[np.ndarray]:
+    """Each of the ``real`` rows' audio, in row order, from one ``call(group, rows, frames)`` per stage-2 call."""
+    audio: list[np.ndarray] = [np.empty(0, np.float32)] * real
+    for group, b, f in groups:
+        for row, clip in zip(group, call(group, b, f), strict=True):
+            audio[row] = clip
+    return audio

@@ -148,6 +148,18 @@ def probe_gpu(device_id: int = 0) -> tuple[GpuInfo | None, str]:
         nvml.close()
 
 
+def device_used_bytes(device_id: int) -> int | None:
+    """Device memory in use on the whole device (NVML: no CUDA context of its own), or None without nvidia-ml-py
+    or a driver: what an engine takes is the difference across its start-up."""
+    nvml = Nvml.open(device_id)
+    if nvml is None:
+        return None
+    try:
+        return nvml.read()[0]
+    finally:
+        nvml.close()
+
+
 def gpu_process_bytes(pid: int) -> int | None:
     """GPU memory ``pid`` holds over all GPUs, or None without NVML, a GPU or any memory held."""
     return sum(filter(None, (gpu.process_bytes(pid) for gpu in Nvml.all_devices()))) or None

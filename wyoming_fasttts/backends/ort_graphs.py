@@ -48,11 +48,10 @@ import onnxruntime as ort
 
 from ..core import EngineError, SynthesisItem
 from ..graphs.cuda_fixes import replace_atan, shape_bounds_on_gpu
-from .alignment import SAMPLES_PER_FRAME, alignment, frame_counts
 from .base import EngineMemory
-from .batching import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS
-from .buckets import Buckets, bucket_feeds, stage2_groups
-from .memory import Nvml, process_rss_bytes
+from .batching import STAGE1_INPUTS, STAGE1_OUTPUTS, STAGE2_INPUTS, STAGE2_OUTPUTS
+from .buckets import TENSOR_DTYPES, Buckets, bucket_feeds, call_rows, run_groups, stage2_plan, tensor_dims
+from .memory import device_used_bytes, process_rss_bytes
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -157,7 +156,7 @@ class GraphOnnxRuntimeEngine:
         self._lock = threading.Lock()
         self._weights = stage1.stat().st_size + stage2.stat().st_size
         self._device_id = device_id
-        self._used_before = _device_used(device_id) if cuda else None
+        self._used_before = device_used_bytes(device_id) if cuda else None
         self.pool_bytes: int | None = None
         self.arena = "shared" if cuda and arena is not None else "per session"
         if self.arena == "shared":
@@ -174,8 +173,8 @@ class GraphOnnxRuntimeEngine:
         self.stage2 = _Stage("stage 2", model2.SerializeToString(), options, providers, graphs and cuda, device_id)
         del model2
         self.shapes1, self.shapes2 = buckets.stage1_shapes(), buckets.stage2_shapes()
-        dims1 = {(b, t): self._dims(b, t, 1) for b, t in self.shapes1}
-        dims2 = {(b, t, f): self._dims(b, t, f) for b, t, f in self.shapes2}
+        dims1 = {(b, t): tensor_dims(b, t, 1) for b, t in self.shapes1}
+        dims2 = {(b, t, f): tensor_dims(b, t, f) for b, t, f in self.shapes2}
         largest = {name: max(int(np.prod(d[name])) for d in (*dims1.values(), *dims2.values()) if name in d)
                    for name in _DTYPES if name != "alignment"}
         where = "cuda" if cuda else "cpu"
@@ -196,12 +195,6 @@ class GraphOnnxRuntimeEngine:
         self.warmup_s = 0.0
         _LOGGER.info("ONNX Runtime %s %s: %d stage-1 and %d stage-2 bucket shapes, %.0f MB of I/O buffers; "
                      "%s", ort.__version__, self.device, len(dims1), len(dims2), self.buffer_bytes / 1e6, self.replay)
-
-    @staticmethod
-    def _dims(b: int, t: int, f: int) -> dict[str, tuple[int, ...]]:
-        return {"tokens": (b, t), "lengths": (b,), "style": (b, STYLE_DIM), "speed": (b,), "durations": (b, t),
-                "d": (b, t, D_CHANNELS), "t_en": (b, T_EN_CHANNELS, t), "alignment": (b, t, f), "frames": (b,),
-                "audio": (b, f * SAMPLES_PER_FRAME), "audio_lengths": (b,)}
 
     @property
     def replay(self) -> str:
@@ -255,7 +248,7 @@ class GraphOnnxRuntimeEngine:
                         stage.without_graphs(f"capture failed: {err}")
                         self._warm(stage)
         self.warmup_s = time.perf_counter() - start
-        used = _device_used(self._device_id) if self._used_before is not None else None
+        used = device_used_bytes(self._device_id) if self._used_before is not None else None
         if used is not None and self._used_before is not None:
             # Every shape has now run: the provider's arenas hold what the largest needs, and no request grows
             # them further. This is the engine's pool: weights, arenas, captured graphs, I/O buffers.
@@ -285,9 +278,8 @@ class GraphOnnxRuntimeEngine:
         return self.synthesize_batch([item])[0]
 
     def synthesize_batch(self, items: Sequence[SynthesisItem]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Each item's audio and the frames per token it was rendered with, in item order."""
-        if len(items) > self.max_batch:
-            raise EngineError(f"batch of {len(items)} exceeds the engine's {self.max_batch} rows")
+        """Each item's audio and the frames per token it was rendered with, in item order (a batch over the
+        largest row bucket is refused by ``bucket_feeds``)."""
         feeds, real = bucket_feeds(items, self.buckets)
         rows, tokens = feeds["tokens"].shape
         with self._lock:
@@ -295,27 +287,21 @@ class GraphOnnxRuntimeEngine:
                 self._put(name, feeds[name])
             self.stage1.run((rows, tokens))
             durations = self._get("durations", (rows, tokens))
-            counts = [frame_counts(durations[row, :n], self.tail_frames) for row, n in enumerate(feeds["lengths"])]
-            frames = np.array([c.sum() for c in counts], np.int64)
-            groups = stage2_groups(frames[:real], tokens, self.buckets)
+            counts, frames, groups = stage2_plan(durations, feeds["lengths"], real, tokens, self.buckets,
+                                                 self.tail_frames)
             staged: dict[str, np.ndarray] = {}
             if len(groups) > 1:  # each call's rows must lie first in d, t_en, style: gather them on the host
-                staged = {k: self._get(k, self._dims(rows, tokens, 1)[k]).copy() for k in ("d", "t_en", "style")}
-            audio: list[np.ndarray] = [np.empty(0, np.float32)] * real
-            for group, b, f in groups:
-                for row, clip in zip(group, self._stage2(group, b, tokens, f, counts, frames, staged), strict=True):
-                    audio[row] = clip
+                staged = {k: self._get(k, tensor_dims(rows, tokens, 1)[k]).copy() for k in ("d", "t_en", "style")}
+            audio = run_groups(groups, real, lambda group, b, f: self._stage2(group, b, tokens, f, counts, frames,
+                                                                              staged))
         return [(audio[row], counts[row]) for row in range(real)]
 
     def _stage2(self, group: np.ndarray, b: int, tokens: int, f: int, counts: list[np.ndarray],
                 frames: np.ndarray, staged: dict[str, np.ndarray]) -> list[np.ndarray]:
-        """One stage-2 call; rows past the group repeat its first row (stage 1's extra rows already do)."""
-        fill = np.concatenate([group, np.repeat(group[:1], b - len(group))])
+        """One stage-2 call (``call_rows``)."""
+        fill, aligned = call_rows(group, b, tokens, f, counts, frames)
         for name, array in staged.items():
             self._put(name, array[fill])
-        aligned = np.zeros((b, tokens, f), np.float32)
-        for j, row in enumerate(fill):
-            aligned[j, :len(counts[row]), :frames[row]] = alignment(counts[row])[0]
         self._alignment[(b, tokens, f)].update_inplace(aligned)
         self._put("frames", frames[fill])
         self.stage2.run((b, tokens, f))
@@ -365,20 +351,7 @@ def shared_arena(device_id: int, config: Mapping[str, int]) -> None:
     _LOGGER.info("one CUDA arena for both stages on device %d: %s", device_id, wanted or "ONNX Runtime's defaults")
 
 
-def _device_used(device_id: int) -> int | None:
-    """Device memory in use (NVML: no CUDA context of its own), or None without nvidia-ml-py or a driver."""
-    nvml = Nvml.open(device_id)
-    if nvml is None:
-        return None
-    try:
-        return nvml.read()[0]
-    finally:
-        nvml.close()
-
-
-_STAGE1 = ("tokens", "lengths", "style", "speed", "durations", "d", "t_en")
-_STAGE2 = ("alignment", "d", "t_en", "style", "frames", "audio", "audio_lengths")
-_DTYPES: dict[str, type] = {"tokens": np.int64, "lengths": np.int64, "style": np.float32, "speed": np.float32,
-                            "durations": np.float32, "d": np.float32, "t_en": np.float32, "alignment": np.float32,
-                            "frames": np.int64, "audio": np.float32, "audio_lengths": np.int64}
+_STAGE1 = STAGE1_INPUTS + STAGE1_OUTPUTS
+_STAGE2 = STAGE2_INPUTS + STAGE2_OUTPUTS
+_DTYPES = TENSOR_DTYPES
 _FROM_HOST = ("tokens", "lengths", "style", "speed", "frames", "d", "t_en")

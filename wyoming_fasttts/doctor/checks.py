@@ -44,7 +44,7 @@ SENTENCES = (
 )
 MEL_LIMIT_DB = 1.0
 """GPU vs CPU on the same float graph: only kernel rounding differs (float vs int8 graphs differ by ~1 dB)."""
-GPU_BACKENDS = ("tensorrt-rtx", "tensorrt", "onnxruntime-cuda")
+GPU_BACKENDS = ("tensorrt-rtx", "tensorrt", "onnxruntime-cuda", "torch-cuda")
 _DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu", "onnx", "numpy", "tensorrt-rtx-cu12", "tensorrt-cu12",
                   "tensorrt", "cuda-bindings", "nvidia-ml-py")
 

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The H200 session for the torch-cuda engine (issue 13, eighth pass: fused by inductor, one CUDA graph per bucket
+# shape in one pool), run from the checkout's root through the device tool with .gpu/ carried as
+# `ORT=0 benchmarks/h200_memory_pack.sh` left it (.gpu/cN/chunk.N, .gpu/code, .gpu/inputs.json, .gpu/all.sha), one
+# chunk per call, back to back while the machine is warm (it goes back 30 s after a call):
+#   U0:  store chunk 0 (nvidia-smi for the record);
+#   T:   store the last chunk, check the pack's sha256 and the data's, unpack, then
+#        gpu_table.py measure --engine torch-cuda (256 one-shot requests beside eager, 256 per load level 1, 4, 16);
+#   T2:  the same again (the second run the goals compare; inductor's cache makes its start-up shorter);
+#   E:   (a fresh machine: U0 first) unpack as T does, then the same with engine.torch_compile false (eager kernels
+#        captured, no inductor);
+#   D:   (a fresh machine: U0 first) unpack, then `wyoming-fasttts doctor --engine torch-cuda` with
+#        engine.torch_compile false: parity with the CPU reference (ONNX Runtime on the batched graphs, exported there);
+#   H:   the same with engine.precision fp16 (stage 2's convolutions and elementwise work in fp16, fp32 islands).
+# Each step leaves gpu-table-STEP.json, its log and the server's wavs for the ear in $OUT.
+# usage (from the checkout's root): bash benchmarks/h200_torch.sh STEP   (.gpu/code is not needed: the tree travels)
+set -uo pipefail
+step=$1 pack=/opt/pack root=$PWD code=$PWD  # the working tree travels with every call
+export PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR=/opt/pack/inductor
+log="$OUT"/$step.log
+mkdir -p $pack/chunks
+for c in "$root"/.gpu/c*/chunk.*; do [ -e "$c" ] && cp "$c" $pack/chunks/; done
+ls -l $pack/chunks | tee -a "$log"
+measure() { config=$1; (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_table.py measure \
+  --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx --vocab $pack/data/vocab.json \
+  --data-dir $pack/data --engine torch-cuda $config --runs 256 --warmup 10 --budget-s 60 --concurrency 1,4,16 \
+  --requests 256 --wavs "$OUT"/wavs-$step --out "$OUT"/gpu-table-$step.json) 2>&1 \
+  | grep -v -i -E "warn|^  (super|WeightNorm)" | tee -a "$log"; }
+case $step in
+U0)
+  nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
+    --format=csv 2>&1 | tee -a "$log" ;;
+T|E|D)
+  [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
+  (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
+  (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
+  { nvidia-smi; nproc; python3 -c 'import torch, triton; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), triton.__version__)'; } \
+    > "$OUT"/nvidia-smi.txt 2>&1
+  printf 'engine:\n  torch_compile: false\n' > $pack/eager.yaml
+  if [ "$step" = E ]; then measure "--config $pack/eager.yaml"
+  elif [ "$step" = D ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
+      --engine torch-cuda --config $pack/eager.yaml --data-dir $pack/data --runs 20) 2>&1 \
+      | grep -v -i -E "warn|^  (super|WeightNorm)" | tee -a "$log"
+  else measure ""; fi ;;
+T2) measure "" ;;
+H)
+  printf 'engine:\n  precision: fp16\n' > $pack/fp16.yaml
+  measure "--config $pack/fp16.yaml" ;;
+esac
+true

@@ -1,0 +1,99 @@
+"""The torch-cuda engine's batch path (buckets, flat buffers, stage-2 calls split by frames) on the CPU, eager,
+against the reference model alone: each row must be what its sentence is alone.
+
+The CUDA parts (inductor, graph capture into one pool) run only on a GPU: benchmarks/h200_torch.sh there, and
+doctor on a user's card. Here the engine runs eagerly on the CPU, which is everything but those two.
+Costs: ~10 s to build the model, ~1 min to warm four shapes and render.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch", reason="the torch-cuda engine needs the 'torch' extra")
+if importlib.util.find_spec("kokoro") is None:  # not imported: its __init__ pulls the English G2P stack
+    pytest.skip("the torch-cuda engine needs kokoro (pip install --no-deps kokoro==0.9.4)", allow_module_level=True)
+
+import torch
+
+from wyoming_fasttts.assets import ensure_assets, load_vocab, phoneme_ids
+from wyoming_fasttts.backends import create_engine
+from wyoming_fasttts.backends.base import SynthesisItem
+from wyoming_fasttts.backends.torch_cuda import TorchGraphEngine, create_torch_engine
+from wyoming_fasttts.config import load_settings
+from wyoming_fasttts.core import EngineError
+from wyoming_fasttts.doctor.checks import MEL_LIMIT_DB
+from wyoming_fasttts.doctor.parity import mel_distance_db
+from wyoming_fasttts.export.reference import ReferenceModel
+from wyoming_fasttts.text import normalize, phonemize
+from wyoming_fasttts.voices import VoiceBank
+
+# Stage 2 takes at most 256 row-frames a call: two short rows share one call at the 128-frame bucket, a long row
+# (over 128 frames) takes a call of its own, so a batch of one of each is split in two and gathered.
+SMALL = {"engine.buckets.rows": [1, 2], "engine.buckets.tokens": [128], "engine.buckets.frames": [128, 256],
+         "engine.max_tokens": 126, "engine.max_frames": 256, "engine.batch_frames": 256, "engine.tail_frames": 0,
+         "scheduler.max_batch": 2, "scheduler.preferred_batch_sizes": [2]}
+SHORT = [("好的。", "zf_xiaobei"), ("打开客厅的灯。", "zm_yunxi")]
+LONG = ("今天天气很好，我们一起去公园散步吧。", "zf_xiaoyi")
+
+
+@pytest.fixture(scope="module")
+def setup() -> tuple[TorchGraphEngine, ReferenceModel, dict[str, SynthesisItem]]:
+    settings = load_settings(overrides=SMALL)
+    assets = ensure_assets(settings.assets)
+    vocab, voices = load_vocab(assets.vocab), VoiceBank(assets)
+    items = {}
+    for text, voice in (*SHORT, LONG):
+        ids = phoneme_ids(phonemize(normalize(text)), vocab)
+        items[text] = SynthesisItem(ids, voices.style(voice, len(ids)))
+    engine = create_torch_engine(settings, assets, device="cpu")
+    engine.warmup()
+    return engine, ReferenceModel(assets), items
+
+
+def _same_as_alone(reference: ReferenceModel, item: SynthesisItem, audio: np.ndarray, frames: np.ndarray) -> None:
+    alone = reference.synthesize(item.ids, item.style)
+    assert np.array_equal(frames, alone.durations)
+    assert len(audio) == len(alone.audio)
+    assert mel_distance_db(audio, alone.audio) < MEL_LIMIT_DB
+
+
+def test_the_cpu_build_runs_every_bucket_shape_eagerly(setup) -> None:
+    engine, _, _ = setup
+    assert (engine.device, engine.compiled, engine.graphs) == ("cpu", False, False)
+    assert len(engine.warm_shapes()) == len(engine.shapes1) + len(engine.shapes2) == 2 + 3
+    assert engine.memory().extra["cuda_graphs"] == 0
+
+
+def test_rows_of_one_call_are_each_their_sentence_alone(setup) -> None:
+    engine, reference, items = setup
+    batch = [items[text] for text, _ in SHORT]
+    for item, (audio, frames) in zip(batch, engine.synthesize_batch(batch), strict=True):
+        _same_as_alone(reference, item, audio, frames)
+
+
+def test_a_batch_split_over_two_stage_2_calls_keeps_each_row(setup) -> None:
+    """The long row goes first in a call of its own; the short one's d, t_en and style are gathered to the
+    front of the buffers for the second call."""
+    engine, reference, items = setup
+    batch = [items[SHORT[0][0]], items[LONG[0]]]
+    frames_long = reference.synthesize(items[LONG[0]].ids, items[LONG[0]].style).durations.sum()
+    assert 128 < frames_long <= 256
+    for item, (audio, frames) in zip(batch, engine.synthesize_batch(batch), strict=True):
+        _same_as_alone(reference, item, audio, frames)
+
+
+def test_a_batch_over_the_largest_bucket_is_refused(setup) -> None:
+    engine, _, items = setup
+    with pytest.raises(EngineError, match="exceeds"):
+        engine.run([items[LONG[0]]] * 3)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+def test_without_cuda_the_engine_says_so() -> None:
+    settings = load_settings(overrides={"engine.backend": "torch-cuda"})
+    with pytest.raises(EngineError, match="no CUDA device"):
+        create_engine(settings, ensure_assets(settings.assets))

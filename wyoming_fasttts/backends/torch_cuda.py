@@ -1,0 +1,297 @@
+"""PyTorch on CUDA with the elementwise work fused and every bucket shape replayed as a CUDA graph (issue 13).
+
+Why a PyTorch engine. On this model a batch's GPU time is mostly small elementwise and reduction kernels:
+at 16 rows of 192 frames the vocoder ran 72 of its 98 ms of kernels in ~1760 separate ATen elementwise and
+reduction launches (instance norms, snakes, AdaIN affines; an H200, 2026-12-02, docs/BENCHMARKS.md, sixth
+pass). ONNX Runtime CUDA runs the batched graphs' nodes the same way, one kernel each, so its batch of 16 costs
+~7x its batch of 1 and the throughput goals stay out of reach; its arena and captured graphs take 3.4 GiB
+(seventh pass). TensorRT fuses such chains, but it cannot run on the machines this project is measured on.
+Inductor (``torch.compile``) fuses them into a few hundred Triton kernels (the sixth pass: 72 ms of
+elementwise work became 10 ms), and PyTorch's CUDA graphs can share one memory pool across shapes.
+
+The model is the reference (``export.reference``: kokoro's code with the shipped weights), the code the
+batched graphs are exported from, so rows, buckets, masks and the host step between the stages are those of
+every other GPU engine, and doctor holds its audio to the CPU reference the same way:
+
+* every batch is padded to a bucket shape (``buckets``; exact: the stages take per-row lengths);
+* every tensor has one flat device buffer sized for its largest bucket, and each shape views its start;
+  stage 2 reads stage 1's d, t_en and style where they lie;
+* ``compile`` (``engine.torch_compile``): both stages compiled by inductor once, with dynamic shapes, so the
+  85 bucket shapes share one compile (sizes of one row are specialised, a second compile; each LSTM is a graph
+  break, dynamo does not trace RNNs, so it runs as PyTorch's own kernel between fused parts);
+* ``graphs`` (on CUDA): each shape's stage captured once into one memory pool shared by every shape, its
+  outputs copied inside the graph into the flat output buffers (outside the pool), so that a capture's
+  intermediates are free for the next capture to reuse. That is safe because replays never overlap (one lock,
+  one batch at a time) and nothing allocated in a capture outlives it but PyTorch's own per-stream
+  workspaces, which every capture shares by using one capture stream. The pool does not end at the largest
+  shape's working set, though: on an H200 the 85 shipped shapes' graphs took 1.96 GB on top of 0.90 GB of
+  weights, buffers and workspaces, 3.5 GiB in all, as much as ONNX Runtime CUDA (2026-12-03, docs/BENCHMARKS.md,
+  eighth pass; why, not yet measured).
+
+Measured there, through Wyoming beside eager PyTorch in one process (one run each): eager kernels captured, one
+sentence 23.2 ms (0.43x eager), 109 QPS at 16 clients, 18 s to start; compiled, 37.6 ms, 170 QPS at 16
+clients (6.4x one client's), 490 s to start. Hence ``engine.torch_compile`` is off by default.
+
+Torch, kokoro and transformers come with the ``torch`` extra (``export``'s packages); nothing imports this
+module unless ``engine.backend`` is ``torch-cuda``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..assets import ModelAssets, load_vocab
+from ..config import Settings
+from ..core import EngineError, SynthesisItem
+from .base import EngineMemory
+from .batching import STAGE1_INPUTS, STAGE1_OUTPUTS, STAGE2_INPUTS, STAGE2_OUTPUTS
+from .buckets import TENSOR_DTYPES, Buckets, bucket_feeds, call_rows, run_groups, stage2_plan, tensor_dims
+from .memory import device_used_bytes, process_rss_bytes
+
+_LOGGER = logging.getLogger(__name__)
+
+_TORCH_DTYPES: dict[type, torch.dtype] = {np.int64: torch.int64, np.float32: torch.float32}
+
+
+class TorchGraphEngine:
+    """The reference stages on PyTorch at bucket shapes: compiled (``compile``), each shape replayed as a CUDA
+    graph (``graphs``, CUDA only). One batch at a time: replays share the flat buffers and the memory pool."""
+
+    slots = 1
+
+    def __init__(self, stage1: torch.nn.Module, stage2: torch.nn.Module, *, buckets: Buckets, tail_frames: int,
+                 device: str = "cuda:0", compile: bool = True, graphs: bool = True,
+                 name: str = "torch-cuda") -> None:
+        self.name, self.buckets, self.tail_frames = name, buckets, tail_frames
+        self.max_batch = buckets.rows[-1]
+        self._device = torch.device(device)
+        cuda = self._device.type == "cuda"
+        self.device = str(self._device)
+        self.graphs = graphs and cuda
+        self.compiled = compile
+        self._lock = threading.Lock()
+        self._device_index = (self._device.index or 0) if cuda else None
+        self._used_before = None if self._device_index is None else device_used_bytes(self._device_index)
+        stage1, stage2 = stage1.to(self._device).eval(), stage2.to(self._device).eval()
+        self.weights_bytes = _unique_bytes(stage1, stage2)
+        self._module1: Callable[..., Any] = _compiled(stage1) if compile else stage1
+        self._module2: Callable[..., Any] = _compiled(stage2) if compile else stage2
+        self.shapes1, self.shapes2 = buckets.stage1_shapes(), buckets.stage2_shapes()
+        all_dims = [tensor_dims(b, t, 1) for b, t in self.shapes1] + [tensor_dims(*s) for s in self.shapes2]
+        largest = {k: max(int(np.prod(d[k])) for d in all_dims) for k in TENSOR_DTYPES}
+        self._buf = {k: torch.zeros(n, dtype=_TORCH_DTYPES[TENSOR_DTYPES[k]], device=self._device)
+                     for k, n in largest.items()}
+        self._host = {k: torch.zeros(n, dtype=self._buf[k].dtype, pin_memory=cuda) for k, n in largest.items()
+                      if k in (*STAGE1_INPUTS, *STAGE2_INPUTS)}
+        self.buffer_bytes = sum(b.numel() * b.element_size() for b in self._buf.values())
+        self._graphs: dict[tuple[int, ...], torch.cuda.CUDAGraph] = {}
+        self.pool_bytes: int | None = None
+        self.uncaptured_bytes = 0
+        self.warmup_s = 0.0
+        _LOGGER.info("PyTorch %s %s: %d stage-1 and %d stage-2 bucket shapes, %.0f MB of weights, %.0f MB of I/O "
+                     "buffers; %s", torch.__version__, self.device, len(self.shapes1), len(self.shapes2),
+                     self.weights_bytes / 1e6, self.buffer_bytes / 1e6, self.replay)
+
+    @property
+    def replay(self) -> str:
+        """How the stages run, for logs and doctor."""
+        how = "inductor-compiled" if self.compiled else "eager"
+        return (f"{how}, {'one CUDA graph per shape in one pool' if self.graphs else 'no CUDA graphs'}; "
+                f"{len(self.shapes1)} + {len(self.shapes2)} bucket shapes")
+
+    def _view(self, name: str, dims: tuple[int, ...]) -> torch.Tensor:
+        return self._buf[name][: int(np.prod(dims))].view(dims)
+
+    def _put(self, name: str, array: np.ndarray) -> None:
+        """Host -> the start of the tensor's flat device buffer, through its pinned staging buffer."""
+        n = array.size
+        staging = self._host[name][:n]
+        staging.copy_(torch.from_numpy(np.ascontiguousarray(array).reshape(-1)))
+        self._buf[name][:n].copy_(staging, non_blocking=True)
+
+    def _call(self, shape: tuple[int, ...]) -> Callable[[], None]:
+        """One stage at ``shape`` ((rows, tokens) for stage 1, (rows, tokens, frames) for stage 2), reading and
+        writing the flat buffers' views: what a graph captures and what runs where there are no graphs."""
+        dims = tensor_dims(shape[0], shape[1], shape[2] if len(shape) == 3 else 1)
+        module, inputs, outputs = ((self._module2, STAGE2_INPUTS, STAGE2_OUTPUTS) if len(shape) == 3
+                                   else (self._module1, STAGE1_INPUTS, STAGE1_OUTPUTS))
+        feeds = [self._view(k, dims[k]) for k in inputs]
+        targets = [self._view(k, dims[k]) for k in outputs]
+
+        def call() -> None:
+            for target, value in zip(targets, module(*feeds), strict=True):
+                target.copy_(value)
+
+        return call
+
+    def _run(self, shape: tuple[int, ...]) -> None:
+        graph = self._graphs.get(shape)
+        if graph is not None:
+            graph.replay()
+        else:
+            self._call(shape)()
+
+    def warm_shapes(self) -> list[tuple[int, ...]]:
+        """Stage 2's shapes, then stage 1's, each largest first: the first capture sets the pool's size."""
+        def size(s: tuple[int, ...]) -> tuple[int, int]:
+            return (int(np.prod(s[:1] + s[2:])), s[1])
+        return [*sorted(self.shapes2, key=size, reverse=True), *sorted(self.shapes1, key=size, reverse=True)]
+
+    @torch.inference_mode()
+    def warmup(self) -> None:
+        """Every shape runs twice (the first compiles where it must and picks kernels), then, with graphs, every
+        shape is captured into the one pool; warm-up's own memory is handed back to the driver first."""
+        start = time.perf_counter()
+        with self._lock:
+            self._put("style", np.full(self._host["style"].numel(), 0.1, np.float32))
+            self._put("speed", np.ones(self._host["speed"].numel(), np.float32))
+            self._put("tokens", np.full(self._host["tokens"].numel(), 16, np.int64))
+            shapes = self.warm_shapes()
+            for shape in shapes:
+                self._warm_feeds(shape)
+                for _ in range(2):
+                    self._call(shape)()
+            if self.graphs:
+                self._capture(shapes)
+        self.warmup_s = time.perf_counter() - start
+        if self._used_before is not None and self._device_index is not None:
+            used = device_used_bytes(self._device_index)
+            self.pool_bytes = None if used is None else used - self._used_before
+        _LOGGER.info("warm-up: %d shapes in %.1f s (%s); device memory taken by the engine: %s MiB",
+                     len(shapes), self.warmup_s, self.replay,
+                     "?" if self.pool_bytes is None else f"{self.pool_bytes / 2**20:.0f}")
+
+    def _warm_feeds(self, shape: tuple[int, ...]) -> None:
+        """Inputs every shape can run on: full-length rows, each token one span of frames."""
+        b, t = shape[0], shape[1]
+        self._put("lengths", np.full(b, t, np.int64))
+        if len(shape) == 3:
+            f = shape[2]
+            aligned = np.zeros((b, t, f), np.float32)
+            aligned[:, np.arange(t), np.arange(t) * f // t] = 1.0
+            self._put("alignment", aligned)
+            self._put("frames", np.full(b, f, np.int64))
+
+    def _capture(self, shapes: list[tuple[int, ...]]) -> None:
+        torch.cuda.synchronize(self._device)
+        torch.cuda.empty_cache()  # warm-up's blocks: the graphs take theirs from the pool
+        self.uncaptured_bytes = torch.cuda.memory_reserved(self._device)  # weights and buffers alone
+        pool = torch.cuda.graph_pool_handle()
+        stream = torch.cuda.Stream(self._device)  # type: ignore[no-untyped-call]  # one capture stream, one workspace
+        for shape in shapes:
+            graph = torch.cuda.CUDAGraph()
+            call = self._call(shape)
+            with torch.cuda.graph(graph, pool=pool, stream=stream):
+                call()
+            self._graphs[shape] = graph
+        torch.cuda.synchronize(self._device)
+        torch.cuda.empty_cache()
+
+    def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
+        return [audio for audio, _ in self.synthesize_batch(items)]
+
+    def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
+        return self.synthesize_batch([item])[0]
+
+    @torch.inference_mode()
+    def synthesize_batch(self, items: Sequence[SynthesisItem]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each item's audio and the frames per token it was rendered with, in item order (a batch over the
+        largest row bucket is refused by ``bucket_feeds``)."""
+        feeds, real = bucket_feeds(items, self.buckets)
+        rows, tokens = feeds["tokens"].shape
+        with self._lock:
+            for name in STAGE1_INPUTS:
+                self._put(name, feeds[name])
+            self._run((rows, tokens))
+            durations = self._view("durations", (rows, tokens)).cpu().numpy()
+            counts, frames, groups = stage2_plan(durations, feeds["lengths"], real, tokens, self.buckets,
+                                                 self.tail_frames)
+            dims = tensor_dims(rows, tokens, 1)
+            staged = {k: self._view(k, dims[k]).clone() for k in ("d", "t_en", "style")} if len(groups) > 1 else {}
+            audio = run_groups(groups, real, lambda group, b, f: self._stage2(group, b, tokens, f, counts, frames,
+                                                                              staged))
+        return [(audio[row], counts[row]) for row in range(real)]
+
+    def _stage2(self, group: np.ndarray, b: int, tokens: int, f: int, counts: list[np.ndarray],
+                frames: np.ndarray, staged: dict[str, torch.Tensor]) -> list[np.ndarray]:
+        """One stage-2 call (``call_rows``). Where the rows are split over several calls, each call's rows are
+        gathered to the front of d, t_en and style on the device first."""
+        fill, aligned = call_rows(group, b, tokens, f, counts, frames)
+        dims = tensor_dims(b, tokens, f)
+        index = torch.from_numpy(fill).to(self._device)
+        for name, whole in staged.items():
+            self._view(name, dims[name]).copy_(whole.index_select(0, index))
+        self._put("alignment", aligned)
+        self._put("frames", frames[fill])
+        self._run((b, tokens, f))
+        audio = self._view("audio", dims["audio"]).cpu().numpy()
+        lengths = self._view("audio_lengths", dims["audio_lengths"]).cpu().numpy()
+        return [audio[j, :lengths[j]].copy() for j in range(len(group))]
+
+    def memory(self) -> EngineMemory:
+        extra = {"bucket_shapes": float(len(self.shapes1) + len(self.shapes2)), "cuda_graphs": float(len(self._graphs)),
+                 "io_buffer_bytes": float(self.buffer_bytes), "warmup_s": self.warmup_s}
+        if self._device.type == "cuda":
+            extra["torch_reserved_bytes"] = float(torch.cuda.memory_reserved(self._device))
+            extra["reserved_before_capture_bytes"] = float(self.uncaptured_bytes)
+        return EngineMemory(host_rss_bytes=process_rss_bytes(), weights_bytes=self.weights_bytes,
+                            workspace_bytes=self.pool_bytes, extra=extra)
+
+    def close(self) -> None:
+        with self._lock:
+            self._graphs.clear()
+            self._buf.clear()
+            self._host.clear()
+        if self._device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def _compiled(module: torch.nn.Module) -> Callable[..., Any]:
+    """``module`` under inductor with dynamic shapes: one compile serves every bucket (a size of 1 is
+    specialised, so one-row shapes compile again); the limit is raised so no bucket falls back to eager."""
+    import torch._dynamo
+
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
+    return torch.compile(module, dynamic=True)
+
+
+def _unique_bytes(*modules: torch.nn.Module) -> int:
+    """Bytes of the parameters and buffers the modules hold on the device, each storage counted once (the
+    stages share the KModel)."""
+    seen: dict[int, int] = {}
+    for module in modules:
+        for tensor in (*module.parameters(), *module.buffers()):
+            seen[tensor.data_ptr()] = tensor.numel() * tensor.element_size()
+    return sum(seen.values())
+
+
+def create_torch_engine(settings: Settings, assets: ModelAssets, device: str | None = None) -> TorchGraphEngine:
+    """The reference stages with the shipped weights on ``engine.device_id`` (``device`` "cpu": tests), at
+    ``engine.buckets``; stage 2 in ``engine.precision`` (fp16: convolutions and elementwise work in fp16 with
+    float32 islands, ``reference.BatchedVocoder``)."""
+    try:
+        from ..export import reference
+    except ImportError as err:
+        raise EngineError(f"the torch-cuda engine needs the 'torch' extra: pip install 'wyoming-fasttts[torch]' "
+                          f"and pip install --no-deps kokoro==0.9.4 ({err})") from err
+    eng = settings.engine
+    device = device or f"cuda:{eng.device_id}"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise EngineError("the torch-cuda engine found no CUDA device: this PyTorch is a CPU build or the driver "
+                          "is missing (wyoming-fasttts doctor says which)")
+    kmodel = reference.build_kmodel(assets.model, load_vocab(assets.vocab), deterministic=True)
+    stage1 = reference.BatchedDurations(kmodel)
+    stage2 = reference.BatchedVocoder(kmodel, eng.precision)
+    chosen = eng.buckets
+    buckets = Buckets.for_limits(settings.scheduler.max_batch, eng.max_tokens, eng.max_frames, eng.batch_frames,
+                                 rows=chosen.rows, tokens=chosen.tokens, frames=chosen.frames)
+    cuda = device.startswith("cuda")
+    return TorchGraphEngine(stage1, stage2, buckets=buckets, tail_frames=eng.tail_frames, device=device,
+                            compile=eng.torch_compile and cuda, graphs=cuda)
