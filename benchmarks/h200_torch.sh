@@ -11,6 +11,8 @@
 #        captured, no inductor);
 #   D:   (a fresh machine: U0 first) unpack, then `wyoming-fasttts doctor --engine torch-cuda` with
 #        engine.torch_compile false: parity with the CPU reference (ONNX Runtime on the batched graphs, exported there);
+#   P:   (a fresh machine: U0 first) unpack, then benchmarks/gpu_torch_pool.py, largest shapes first and smallest
+#        first: where the one graph pool grows, shape by shape;
 #   H:   the same with engine.precision fp16 (stage 2's convolutions and elementwise work in fp16, fp32 islands).
 # Each step leaves gpu-table-STEP.json, its log and the server's wavs for the ear in $OUT.
 # usage (from the checkout's root): bash benchmarks/h200_torch.sh STEP   (.gpu/code is not needed: the tree travels)
@@ -30,7 +32,7 @@ case $step in
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D)
+T|E|D|P)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -38,6 +40,9 @@ T|E|D)
     > "$OUT"/nvidia-smi.txt 2>&1
   printf 'engine:\n  torch_compile: false\n' > $pack/eager.yaml
   if [ "$step" = E ]; then measure "--config $pack/eager.yaml"
+  elif [ "$step" = P ]; then for order in largest smallest; do (cd "$code" && PYTHONPATH=$code:$pack/site timeout 150 \
+      python3 benchmarks/gpu_torch_pool.py --data-dir $pack/data --order $order --out "$OUT"/pool-$order.json) 2>&1 \
+      | grep -v -i -E "warn|^  (super|WeightNorm)" | tee -a "$log"; done
   elif [ "$step" = D ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
       --engine torch-cuda --config $pack/eager.yaml --data-dir $pack/data --runs 20) 2>&1 \
       | grep -v -i -E "warn|^  (super|WeightNorm)" | tee -a "$log"

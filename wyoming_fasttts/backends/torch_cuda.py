@@ -23,10 +23,11 @@ every other GPU engine, and doctor holds its audio to the CPU reference the same
   outputs copied inside the graph into the flat output buffers (outside the pool), so that a capture's
   intermediates are free for the next capture to reuse. That is safe because replays never overlap (one lock,
   one batch at a time) and nothing allocated in a capture outlives it but PyTorch's own per-stream
-  workspaces, which every capture shares by using one capture stream. The pool does not end at the largest
-  shape's working set, though: on an H200 the 85 shipped shapes' graphs took 1.96 GB on top of 0.90 GB of
-  weights, buffers and workspaces, 3.5 GiB in all, as much as ONNX Runtime CUDA (2026-12-03, docs/BENCHMARKS.md,
-  eighth pass; why, not yet measured).
+  workspaces, which every capture shares by using one capture stream. Measured on an H200 (2026-12-03,
+  docs/BENCHMARKS.md, eighth pass, ``benchmarks/gpu_torch_pool.py``): the sharing works, the largest shape's
+  capture reserved 1862 MiB and the other 84 added 8 MiB (smallest first: 1960 MiB); but that capture holds
+  1.65x the 1129 MiB its shape peaks at run eagerly, and every shape of 2048 row-frames (``batch_frames``) peaks
+  there. With weights, buffers and CUDA's own modules the engine takes 3.5 GiB, as ONNX Runtime CUDA does.
 
 Measured there, through Wyoming beside eager PyTorch in one process (one run each): eager kernels captured, one
 sentence 23.2 ms (0.43x eager), 109 QPS at 16 clients, 18 s to start; compiled, 37.6 ms, 170 QPS at 16
