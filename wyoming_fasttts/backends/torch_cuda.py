@@ -1,4 +1,4 @@
-"""PyTorch on CUDA with the elementwise work fused and every bucket shape replayed as a CUDA graph (issue 13).
+"""PyTorch on CUDA: every bucket shape replayed as a CUDA graph, the elementwise work optionally fused (issue 13).
 
 Why a PyTorch engine. On this model a batch's GPU time is mostly small elementwise and reduction kernels:
 at 16 rows of 192 frames the vocoder ran 72 of its 98 ms of kernels in ~1760 separate ATen elementwise and
@@ -280,7 +280,7 @@ def create_torch_engine(settings: Settings, assets: ModelAssets, device: str | N
     try:
         from ..export import reference
     except ImportError as err:
-        raise EngineError(f"the torch-cuda engine needs the 'torch' extra: pip install 'wyoming-fasttts[torch]' "
+        raise EngineError(f"the torch-cuda engine needs the 'torch' extra: pip install 'wyoming-fasttts[cpu,torch]' "
                           f"and pip install --no-deps kokoro==0.9.4 ({err})") from err
     eng = settings.engine
     device = device or f"cuda:{eng.device_id}"
