@@ -170,6 +170,14 @@ def stage2_plan(durations: np.ndarray, lengths: np.ndarray, real: int, tokens: i
     return counts, frames, stage2_groups(frames[:real], tokens, buckets)
 
 
+def warm_alignment(b: int, t: int, f: int) -> np.ndarray:
+    """An alignment [b, t, f] every stage-2 shape can run on at warm-up: full-length rows, each token one frame
+    spread evenly over the frames."""
+    aligned = np.zeros((b, t, f), np.float32)
+    aligned[:, np.arange(t), np.arange(t) * f // t] = 1.0
+    return aligned
+
+
 def call_rows(group: np.ndarray, b: int, tokens: int, f: int, counts: list[np.ndarray],
               frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The rows one stage-2 call runs (``group``, padded to ``b`` rows by repeating its first: stage 1's extra

@@ -50,7 +50,16 @@ from ..core import EngineError, SynthesisItem
 from ..graphs.cuda_fixes import replace_atan, shape_bounds_on_gpu
 from .base import EngineMemory
 from .batching import STAGE1_INPUTS, STAGE1_OUTPUTS, STAGE2_INPUTS, STAGE2_OUTPUTS
-from .buckets import TENSOR_DTYPES, Buckets, bucket_feeds, call_rows, run_groups, stage2_plan, tensor_dims
+from .buckets import (
+    TENSOR_DTYPES,
+    Buckets,
+    bucket_feeds,
+    call_rows,
+    run_groups,
+    stage2_plan,
+    tensor_dims,
+    warm_alignment,
+)
 from .memory import device_used_bytes, process_rss_bytes
 
 _LOGGER = logging.getLogger(__name__)
@@ -265,9 +274,7 @@ class GraphOnnxRuntimeEngine:
                 stage.run((b, t))
             return
         for b, t, f in self.warm_shapes(stage):
-            aligned = np.zeros((b, t, f), np.float32)
-            aligned[:, np.arange(t), np.arange(t) * f // t] = 1.0
-            self._alignment[(b, t, f)].update_inplace(aligned)
+            self._alignment[(b, t, f)].update_inplace(warm_alignment(b, t, f))
             self._put("frames", np.full(b, f, np.int64))
             stage.run((b, t, f))
 

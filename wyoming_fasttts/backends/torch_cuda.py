@@ -53,7 +53,16 @@ from ..config import Settings
 from ..core import EngineError, SynthesisItem
 from .base import EngineMemory
 from .batching import STAGE1_INPUTS, STAGE1_OUTPUTS, STAGE2_INPUTS, STAGE2_OUTPUTS
-from .buckets import TENSOR_DTYPES, Buckets, bucket_feeds, call_rows, run_groups, stage2_plan, tensor_dims
+from .buckets import (
+    TENSOR_DTYPES,
+    Buckets,
+    bucket_feeds,
+    call_rows,
+    run_groups,
+    stage2_plan,
+    tensor_dims,
+    warm_alignment,
+)
 from .memory import device_used_bytes, process_rss_bytes
 
 _LOGGER = logging.getLogger(__name__)
@@ -174,11 +183,8 @@ class TorchGraphEngine:
         b, t = shape[0], shape[1]
         self._put("lengths", np.full(b, t, np.int64))
         if len(shape) == 3:
-            f = shape[2]
-            aligned = np.zeros((b, t, f), np.float32)
-            aligned[:, np.arange(t), np.arange(t) * f // t] = 1.0
-            self._put("alignment", aligned)
-            self._put("frames", np.full(b, f, np.int64))
+            self._put("alignment", warm_alignment(b, t, shape[2]))
+            self._put("frames", np.full(b, shape[2], np.int64))
 
     def _capture(self, shapes: list[tuple[int, ...]]) -> None:
         torch.cuda.synchronize(self._device)
@@ -226,9 +232,10 @@ class TorchGraphEngine:
         gathered to the front of d, t_en and style on the device first."""
         fill, aligned = call_rows(group, b, tokens, f, counts, frames)
         dims = tensor_dims(b, tokens, f)
-        index = torch.from_numpy(fill).to(self._device)
-        for name, whole in staged.items():
-            self._view(name, dims[name]).copy_(whole.index_select(0, index))
+        if staged:
+            index = torch.from_numpy(fill).to(self._device)
+            for name, whole in staged.items():
+                self._view(name, dims[name]).copy_(whole.index_select(0, index))
         self._put("alignment", aligned)
         self._put("frames", frames[fill])
         self._run((b, tokens, f))
