@@ -1,11 +1,13 @@
 """The ear (Whisper base, CPU) on Latin names inside Chinese announcements: our name table against none (issue 15).
 
-Each name of the table (``text/data/latin.tsv``, as HA announcements write them: Wi-Fi, HomePod, iPhone, Xiaomi ...)
-is said in two carrier sentences, in four voices, by two servers through the real Wyoming client:
+Each name of the tables (``text/data/latin.tsv`` and ``chinese_names.tsv``, as HA announcements write them: Wi-Fi,
+HomePod, iPhone, Xiaomi ...) is said in two carrier sentences, in four voices, by two servers through the real
+Wyoming client:
 
 - ours as shipped;
-- the same server with the name table emptied, so every name takes the path it would take without us: misaki's
-  English lexicon (Google, Sony), camel-case parts (HomePod → Home Pod) or spelled letter by letter (Xiaomi).
+- the same server with the name tables emptied (``latin.tsv`` and ``chinese_names.tsv``), so every name takes the
+  path it would take without us: misaki's English lexicon (Google, Sony), camel-case parts (HomePod → Home Pod),
+  toneless pinyin (Xiaomi) or spelled letter by letter.
 
 Whisper base is a Chinese listener here, and three verdicts on what it wrote where the name stands (the carrier's
 words stripped) tell how the name came across:
@@ -23,7 +25,7 @@ absolutes; a name named less often, or spelled more often, with the table than w
 
     python benchmarks/latin_ear.py [--out out/latin-ear] [--voices zf_xiaobei zf_xiaoxiao zm_yunjian zm_yunxi]
     python benchmarks/latin_ear.py --rescore out/latin-ear/latin_ear.json   # the verdicts again, no synthesis
-    python benchmarks/latin_ear.py --pinyin   # Chinese names in pinyin (Meituan): read as pinyin against spelled
+    python benchmarks/latin_ear.py --pinyin   # Chinese names in pinyin (Meituan): as their characters vs toneless
 
 About 5 minutes on 2 CPU cores.
 """
@@ -62,8 +64,9 @@ NAMES: dict[str, tuple[str, ...]] = {
     "ESPHome": (), "Plus": (), "Max": (), "Mini": (), "App": (),
 }
 PINYIN_NAMES: dict[str, tuple[str, ...]] = {
-    # ``--pinyin``: Chinese names written in pinyin that neither the table nor the English lexicon holds; the second
-    # server spells them, as before ``latin.pinyin_phonemes``
+    # ``--pinyin``: Chinese names written in pinyin that neither latin.tsv nor the English lexicon holds; ours says
+    # those in chinese_names.tsv as their characters, the second server as toneless syllables (``pinyin_phonemes``).
+    # Midea is in neither table (an English brand name, not pinyin): both servers read it the same way
     "Meituan": ("美团",), "Douyin": ("抖音",), "Pinduoduo": ("拼多多",), "Jingdong": ("京东",), "Eleme": ("饿了么",),
     "Zhihu": ("知乎",), "Weibo": ("微博",), "Feishu": ("飞书",), "Haier": ("海尔",), "Changhong": ("长虹",),
     "Xiaodu": ("小度",), "Ximalaya": ("喜马拉雅",), "Midea": ("美的",), "Baidu": ("百度",),
@@ -113,10 +116,10 @@ def _serve(name: str, logs: Path, *, table: bool, pinyin: bool = False):
     port = free_port()
     argv = ["serve", "--uri", f"tcp://127.0.0.1:{port}", "--http-uri", "", "--engine", "onnxruntime"]
     boot = "import sys; from wyoming_fasttts.__main__ import main; "
-    if not table and pinyin:  # pinyin words spelled, as before they were read as pinyin
-        boot += "import wyoming_fasttts.text.latin as latin; latin.pinyin_phonemes = lambda word: None; "
-    elif not table:  # the name table emptied before the first request reads it; the rest of the server as shipped
-        boot += "import wyoming_fasttts.text.latin as latin; latin._table = dict; "
+    if not table and pinyin:  # Chinese names as toneless syllables, as before chinese_names.tsv
+        boot += "import wyoming_fasttts.text.latin as latin; latin._chinese_names = dict; "
+    elif not table:  # the name tables emptied before the first request reads them; the rest of the server as shipped
+        boot += "import wyoming_fasttts.text.latin as latin; latin._table = dict; latin._chinese_names = dict; "
     return start(name, [sys.executable, "-c", boot + "sys.exit(main())", *argv], port, logs)
 
 
@@ -157,7 +160,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="out/latin-ear")
     parser.add_argument("--voices", nargs="+", default=["zf_xiaobei", "zf_xiaoxiao", "zm_yunjian", "zm_yunxi"])
-    parser.add_argument("--pinyin", action="store_true", help="PINYIN_NAMES: read as pinyin against spelled")
+    parser.add_argument("--pinyin", action="store_true", help="PINYIN_NAMES: as their characters against toneless")
     parser.add_argument("--rescore", type=Path,
                         help="a latin_ear.json of an earlier run: judge its transcripts again (into --out)")
     args = parser.parse_args()
@@ -172,7 +175,7 @@ def main() -> int:
         (out / "latin_ear.json").write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
         _print(result)
         return 0
-    table = {word for word, _ in load_table("latin.tsv")}
+    table = {word for word, _ in load_table("latin.tsv") + load_table("chinese_names.tsv")}
     missing = [n for n in NAMES if not set(n.lower().split()) & table]
     assert args.pinyin or not missing, f"names the table does not hold: {missing}"
     rows: dict[str, list[dict]] = {}

@@ -192,20 +192,41 @@ def phonemize(sentence: str, *, normalized: bool = False) -> str:
     vocabulary also covers. ``normalized``: ``sentence`` is already ``normalize``'s output (the server
     normalises a request once, before splitting it).
     """
-    from misaki.zh import ZHG2P
-
     parts: list[str] = []
     for han, mark, word in _TOKEN.findall(sentence if normalized else normalize(sentence)):
         if mark:
             parts.append(_PUNCT[mark])
         elif word:
-            parts.extend(latin.words(word))
+            parts.extend(_latin_run(word))
         else:
-            tokens = _tokenizer().lcut(han, HMM=False)
-            syllables = iter(_run_syllables(han, tokens))
-            for w in tokens:
-                parts.append("".join(ZHG2P.py2ipa(next(syllables)) for _ in w))
+            parts.extend(_han_words(han))
     text = ""
     for p in parts:
         text += p if p in _PUNCT.values() else (" " if text else "") + p
     return text.replace(chr(815), "")
+
+
+def _han_words(han: str) -> list[str]:
+    """Phonemes of one run of characters, one entry per jieba word."""
+    from misaki.zh import ZHG2P
+
+    tokens = _tokenizer().lcut(han, HMM=False)
+    syllables = iter(_run_syllables(han, tokens))
+    return ["".join(ZHG2P.py2ipa(next(syllables)) for _ in w) for w in tokens]
+
+
+def _latin_run(run: str) -> list[str]:
+    """Phonemes of a run of Latin words; a Chinese name in pinyin among them (Xiaomi) is said as its characters."""
+    out: list[str] = []
+    rest: list[str] = []  # the Latin words since the last name, read together (Wi Fi is one name)
+    for word in [*run.split(), ""]:
+        name = latin.chinese_name(word) if word else None
+        if word and name is None:
+            rest.append(word)
+            continue
+        if rest:
+            out.extend(latin.words(" ".join(rest)))
+            rest = []
+        if name:
+            out.extend(_han_words(name))
+    return out

@@ -6,8 +6,9 @@ known words are looked up: first our own table of names as Chinese speakers say 
 and unknown words are spelled letter by letter, as a Chinese reader does with GPU or USB; an unknown
 camel-case name is read part by part first (SmartThings → Smart Things), as it is said. A word neither
 knows that is two or more pinyin syllables (Meituan, Pinduoduo, Haier: Chinese names written in Latin letters) is
-read as the syllables, not spelled: a Chinese reader sees 美团 in Meituan, and M-E-I-T-U-A-N is no name at all. The
-tones are not written, so the syllables are said in the English notation the table uses for Xiaomi (ʃˈaʊmˌi).
+read as the syllables, not spelled: a Chinese reader sees 美团 in Meituan, and M-E-I-T-U-A-N is no name at all.
+Where we know the name (``data/chinese_names.tsv``: Xiaomi 小米, Meituan 美团), ``g2p`` says its characters, tones
+and all; otherwise the tones are not written, so the syllables are said toneless, in the English notation.
 """
 
 from __future__ import annotations
@@ -30,6 +31,16 @@ def _table() -> dict[str, str]:
 
 
 @functools.cache
+def _chinese_names() -> dict[str, str]:
+    return {word.lower(): name for word, name in load_table("chinese_names.tsv")}
+
+
+def chinese_name(word: str) -> str | None:
+    """The characters of a Chinese name written in pinyin (Xiaomi → 小米), or None for any other word."""
+    return _chinese_names().get(word.lower())
+
+
+@functools.cache
 def _lexicon() -> dict[str, str | dict[str, str]]:
     text = resources.files("misaki.data").joinpath("us_gold.json").read_text(encoding="utf-8")
     lexicon: dict[str, str | dict[str, str]] = json.loads(text)
@@ -47,7 +58,7 @@ def _lookup(word: str) -> str | None:
     return None
 
 
-# Pinyin in misaki's English notation, as the table writes Chinese names: initials, then finals as (glide, vowel).
+# Pinyin in misaki's English notation (toneless): initials, then finals as (glide, vowel).
 _INITIALS = {"zh": "ʤ", "ch": "ʧ", "sh": "ʃ", "b": "b", "p": "p", "m": "m", "f": "f", "d": "d", "t": "t", "n": "n",
              "l": "l", "g": "ɡ", "k": "k", "h": "h", "j": "ʤ", "q": "ʧ", "x": "ʃ", "r": "ɹ", "z": "dz", "c": "ts",
              "s": "s"}
@@ -104,7 +115,7 @@ def _syllable(syllable: str, stress: str) -> str | None:
     if not initial and final.startswith("v"):
         glide = "j" + glide  # yu, yue, yuan, yun
     elif initial in ("j", "q", "x"):
-        glide = glide.lstrip("j")  # the initial is already palatal: xiao is ʃW, as the table writes Xiaomi
+        glide = glide.lstrip("j")  # the initial is already palatal: xiao is ʃW
     return _INITIALS.get(initial, "") + glide + stress + vowel
 
 

@@ -174,7 +174,9 @@ class _Rules:
             # digits joined to letters, rather than a pause that loses the number.
             (re.compile(r"(?<![A-Za-z])([A-Za-z]+)\.(\d+(?:\.\d+)*)(?![\d.])"), self._letter_dot),
             # A gate's number is a number at any length (登机口 D108, D108登机口), not a model number.
+            # A second gate later in the clause is one too (登机口 D106 已变更为 D112).
             (re.compile(rf"((?:{gate})[^\dA-Za-z，。！？,;；\n]{{0,4}}?)([A-Z])(\d{{1,4}})(?![\d.A-Za-z])"
+                        rf"(?:([^\dA-Za-z，。！？,;；\n]{{1,8}}?)([A-Z])(\d{{1,4}})(?![\d.A-Za-z]))?"
                         rf"|(?<![A-Za-z])()([A-Z])(\d{{1,4}})(?=\s*号?\s*(?:{gate}))"), self._gate),
             # Six digits after 股票/代码 or in brackets after a stock's name (贵州茅台(600519)) are a stock code.
             (re.compile(rf"(?:{_alternation(d['stock_cues'])})(?:是|为|：|:|\s)*\d{{6}}(?![\d.%‰])"
@@ -286,8 +288,10 @@ class _Rules:
     def _gate(self, m: re.Match[str]) -> str:
         """登机口 D108 → 登机口D一百零八: a gate (one letter; two are a flight, MU2156登机口) is named by its number,
         said as one (B200 → B二百, not 两百)."""
-        cue, letters, number = (m[1], m[2], m[3]) if m[2] else (m[4], m[5], m[6])
-        return cue + letters + cardinal(number, big_liang=False)
+        if not m[2]:
+            return m[7] + m[8] + cardinal(m[9], big_liang=False)
+        second = m[4] + m[5] + cardinal(m[6], big_liang=False) if m[5] else ""
+        return m[1] + m[2] + cardinal(m[3], big_liang=False) + second
 
     def _seat(self, m: re.Match[str]) -> str:
         """05车 → 5车, and a seat's 03A → 3A after a car or seat word; the number rules then read it (keeping 二).
@@ -476,9 +480,11 @@ class _Rules:
     def _cued(self, m: re.Match[str]) -> str:
         """型号 KFR-72GW, 订单号 2026…: the code after its cue word, digit by digit. An hour and a colon after it
         (航班 8:00 起飞, 航班 18:40) are a clock time, left to the clock rule, not the flight's number."""
-        text = m[0]
-        if re.search(r"(?<![\dA-Z])\d{1,2}$", text) and re.match(r"[:：]\d{2}(?!\d)", m.string[m.end() :]):
+        text, after = m[0], m.string[m.end() :]
+        if re.search(r"(?<![\dA-Z])\d{1,2}$", text) and re.match(r"[:：]\d{2}(?!\d)", after):
             return text
+        if re.fullmatch(r"\D*\d+", text) and self.liang_re.match(after.lstrip()) and not self.not_measure.match(after):
+            return text  # a count after the cue (骚扰电话 1010 次), left to the number rules
         start = re.search(r"[A-Z]*\d", text)
         assert start is not None
         return text[: start.start()] + _read_code(text[start.start() :])

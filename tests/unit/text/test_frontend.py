@@ -55,6 +55,17 @@ def test_chinese_names_written_in_pinyin_are_read_as_their_syllables_not_spelled
     assert phonemes("Ding") == latin._lookup("Ding")  # one syllable alone is not taken for pinyin
 
 
+def test_chinese_names_we_know_are_said_as_their_characters_with_tones():
+    """Xiaomi is said as 小米 is, tones and all; each entry's characters read back as its spelling."""
+    for word, name in load_table("chinese_names.tsv"):
+        assert "".join(s.rstrip("012345") for s in pinyin(name)) == word, (word, pinyin(name))
+    assert phonemize("已经为您打开Meituan。") == phonemize("已经为您打开美团。")
+    assert phonemize("打开Xiaomi Home Assistant") == phonemize("打开小米Home Assistant")  # the rest stays Latin
+    assert phonemize("Wi-Fi和Changhong电视") == phonemize("Wi-Fi和长虹电视")  # 长 as chang, not zhang
+    assert phonemize("打开MEITUAN") == phonemize("打开美团")
+    assert "mˈAtwˌɑn" not in phonemize("打开Meituan")  # not the toneless syllables
+
+
 def test_the_pinyin_syllables_are_the_ones_pypinyin_writes():
     from pypinyin.contrib.tone_convert import to_normal
     from pypinyin.pinyin_dict import pinyin_dict
@@ -306,6 +317,21 @@ def test_announcement_rules_from_the_ninth_held_out_set():
     assert normalize("硬盘组成 RAID 10 阵列") == "硬盘组成RAID十阵列"
     assert normalize("Apple ID 已登录") == "Apple ID已登录"
     assert normalize("QQ 2851037") == "QQ二八五幺零三七"
+
+
+def test_announcement_rules_from_the_tenth_held_out_set():
+    """General rules for announce_holdout10.tsv's three first-run misses, on sentences outside the sets."""
+    # A second gate later in the clause is a gate too, its number a number; a letter and digits elsewhere stay a code.
+    assert normalize("检票口 A12 临时改为 A15") == "检票口A十二临时改为A十五"
+    assert normalize("登机口 C21，行李转盘 B113") == "登机口C二十一，行李转盘B幺幺三"
+    # A code cue's digits followed by a measure word count something: 次 after 电话 is calls, not a phone number.
+    assert normalize("本周未接电话 3 次") == "本周未接电话三次"
+    assert normalize("已拨打 12345 热线 2 次") == "已拨打幺二三四五热线两次"
+    assert normalize("电话 13912345678") == "电话幺三九幺二三四五六七八"
+    # 比上… and 比前… before a minus make it a change (减), as 较 does.
+    assert normalize("用水量比上一周 -8%") == "用水量比上一周减百分之八"
+    assert normalize("比前两天 -3℃") == "比前两天减三摄氏度"
+    assert normalize("室外 -3℃") == "室外零下三摄氏度"
 
 
 def test_front_end_gaps_closed_after_the_ninth_held_out_set():
