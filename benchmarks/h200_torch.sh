@@ -13,7 +13,12 @@
 #        engine.torch_compile false: parity with the CPU reference (ONNX Runtime on the batched graphs, exported there);
 #   P:   (a fresh machine: U0 first) unpack, then benchmarks/gpu_torch_pool.py, largest shapes first and smallest
 #        first: where the one graph pool grows, shape by shape;
-#   H:   the same with engine.precision fp16 (stage 2's convolutions and elementwise work in fp16, fp32 islands).
+#   H:   (a fresh machine: U0 first) unpack, then E's measurement with engine.precision fp16 (stage 2's convolutions
+#        and elementwise work in fp16, fp32 islands);
+#   M:   (after H) fp16 with engine.batch_frames 1024: half the largest call, for the 1.5 GB memory goal;
+#   F:   (after H) fp32 with engine.batch_frames 1024: M's shapes at full precision;
+#   C:   (a fresh machine: U0 first) unpack, then fp16 fused by inductor (engine.torch_compile true): T's engine with H's precision;
+#   DH:  (a fresh machine: U0 first) unpack, then D's doctor with engine.precision fp16 (eager kernels captured).
 # Each step leaves gpu-table-STEP.json, its log and the server's wavs for the ear in $OUT.
 # usage (from the checkout's root): bash benchmarks/h200_torch.sh STEP   (.gpu/code is not needed: the tree travels)
 set -uo pipefail
@@ -32,24 +37,28 @@ case $step in
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P)
+T|E|D|P|H|C|DH)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
   { nvidia-smi; nproc; python3 -c 'import torch, triton; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), triton.__version__)'; } \
     > "$OUT"/nvidia-smi.txt 2>&1
   printf 'engine:\n  torch_compile: false\n' > $pack/eager.yaml
-  if [ "$step" = E ]; then measure "--config $pack/eager.yaml"
+  printf 'engine:\n  precision: fp16\n' > $pack/fp16.yaml
+  printf 'engine:\n  precision: fp16\n  torch_compile: true\n' > $pack/C.yaml
+  if [ "$step" = C ]; then measure "--config $pack/C.yaml"
+  elif [ "$step" = E ]; then measure "--config $pack/eager.yaml"
+  elif [ "$step" = H ]; then measure "--config $pack/fp16.yaml"
   elif [ "$step" = P ]; then for order in largest smallest; do (cd "$code" && PYTHONPATH=$code:$pack/site timeout 150 \
       python3 benchmarks/gpu_torch_pool.py --data-dir $pack/data --order $order --out "$OUT"/pool-$order.json) 2>&1 \
       | grep -v -i -E "warn|^  (super|WeightNorm)" | tee -a "$log"; done
-  elif [ "$step" = D ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
-      --engine torch-cuda --config $pack/eager.yaml --data-dir $pack/data --runs 20) 2>&1 \
+  elif [ "${step:0:1}" = D ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
+      --engine torch-cuda --config $pack/$([ "$step" = DH ] && echo fp16 || echo eager).yaml --data-dir $pack/data --runs 20) 2>&1 \
       | grep -v -i -E "warn|^  (super|WeightNorm)" | tee -a "$log"
   else measure ""; fi ;;
 T2) measure "" ;;
-H)
-  printf 'engine:\n  precision: fp16\n' > $pack/fp16.yaml
-  measure "--config $pack/fp16.yaml" ;;
+M|F)
+  printf 'engine:\n  precision: %s\n  batch_frames: 1024\n' "$([ "$step" = M ] && echo fp16 || echo fp32)" > $pack/$step.yaml
+  measure "--config $pack/$step.yaml" ;;
 esac
 true
