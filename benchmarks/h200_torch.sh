@@ -18,7 +18,8 @@
 #   M:   (after H) fp16 with engine.batch_frames 1024: half the largest call, for the 1.5 GB memory goal;
 #   F:   (after H) fp32 with engine.batch_frames 1024: M's shapes at full precision;
 #   C:   (a fresh machine: U0 first) unpack, then fp16 fused by inductor (engine.torch_compile true): T's engine with H's precision;
-#   DH:  (a fresh machine: U0 first) unpack, then D's doctor with engine.precision fp16 (eager kernels captured).
+#   DH:  (a fresh machine: U0 first) unpack, then D's doctor with engine.precision fp16 (eager kernels captured);
+#   CM:  (a fresh machine: U0 first) unpack, then C with engine.batch_frames 1024 (C's fusion, M's shapes: memory).
 # Each step leaves gpu-table-STEP.json, its log and the server's wavs for the ear in $OUT.
 # usage (from the checkout's root): bash benchmarks/h200_torch.sh STEP   (.gpu/code is not needed: the tree travels)
 set -uo pipefail
@@ -37,7 +38,7 @@ case $step in
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|DH)
+T|E|D|P|H|C|DH|CM)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -46,7 +47,8 @@ T|E|D|P|H|C|DH)
   printf 'engine:\n  torch_compile: false\n' > $pack/eager.yaml
   printf 'engine:\n  precision: fp16\n' > $pack/fp16.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n' > $pack/C.yaml
-  if [ "$step" = C ]; then measure "--config $pack/C.yaml"
+  printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n' > $pack/CM.yaml
+  if [ "$step" = C ] || [ "$step" = CM ]; then measure "--config $pack/$step.yaml"
   elif [ "$step" = E ]; then measure "--config $pack/eager.yaml"
   elif [ "$step" = H ]; then measure "--config $pack/fp16.yaml"
   elif [ "$step" = P ]; then for order in largest smallest; do (cd "$code" && PYTHONPATH=$code:$pack/site timeout 150 \

@@ -33,7 +33,8 @@ Measured there, through Wyoming beside eager PyTorch in one process (one run eac
 sentence 23.2 ms (0.43x eager), 109 QPS at 16 clients, 18 s to start; compiled, 37.6 ms, 170 QPS at 16
 clients (6.4x one client's), 490 s to start. Hence ``engine.torch_compile`` is off by default. With
 ``engine.precision: fp16`` as well (2026-12-04, two runs): 207 and 241 QPS at 16 clients (7.4x, 8.7x), p99 under 3x
-one sentence's 36.5 ms, 2.9 GiB: the setting for a server that batches, not for one voice satellite.
+one sentence's 36.5 ms, 2.9 GiB: the setting for a server that batches, not for one voice satellite; with
+``engine.batch_frames: 1024`` too, 198-207 QPS in 1.9 GiB (tenth pass).
 
 Torch, kokoro and transformers come with the ``torch`` extra (``export``'s packages); nothing imports this
 module unless ``engine.backend`` is ``torch-cuda``.
@@ -41,6 +42,7 @@ module unless ``engine.backend`` is ``torch-cuda``.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -159,7 +161,12 @@ class TorchGraphEngine:
     @torch.inference_mode()
     def warmup(self) -> None:
         """Every shape runs twice (the first compiles where it must and picks kernels), then, with graphs, every
-        shape is captured into the one pool; warm-up's own memory is handed back to the driver first."""
+        shape is captured into the one pool; warm-up's own memory is handed back to the driver first.
+
+        Last, the objects warm-up leaves behind (dynamo's and inductor's, a heap of millions) are frozen out of the
+        garbage collector's reach: a full collection over them stalled every request in flight by ~1.2 s, once per
+        run under 16 clients, in two H200 runs of the fused engine; with the freeze that run showed no stall
+        (2026-12-04, docs/BENCHMARKS.md, tenth pass)."""
         start = time.perf_counter()
         with self._lock:
             self._put("style", np.full(self._host["style"].numel(), 0.1, np.float32))
@@ -172,6 +179,8 @@ class TorchGraphEngine:
                     self._call(shape)()
             if self.graphs:
                 self._capture(shapes)
+        gc.collect()
+        gc.freeze()
         self.warmup_s = time.perf_counter() - start
         if self._used_before is not None and self._device_index is not None:
             used = device_used_bytes(self._device_index)
@@ -273,8 +282,8 @@ def _compiled(module: torch.nn.Module) -> Callable[..., Any]:
 
 
 def _unique_bytes(*modules: torch.nn.Module) -> int:
-    """Bytes of the parameters and buffers the modules hold on the device, each storage counted once (the
-    stages share the KModel)."""
+    """Bytes of the parameters and buffers the modules hold on the device, each storage counted once (a
+    tensor two modules share is one allocation; the stages hold disjoint parts of one KModel, ``reference._parts``)."""
     seen: dict[int, int] = {}
     for module in modules:
         for tensor in (*module.parameters(), *module.buffers()):

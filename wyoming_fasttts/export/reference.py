@@ -20,7 +20,7 @@ import io
 import re
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -377,6 +377,13 @@ def _adain_resblock1(block: nn.Module, x: torch.Tensor, s: torch.Tensor, mask: t
     return x
 
 
+# The KModel parts each stage runs (``_parts``); the two lists cover the whole KModel but its stand-alone LSTMs,
+# which the stages hold only as length-aware copies (``_LengthAwareLSTM``).
+_STAGE1_PARTS = ("bert", "bert_encoder", "predictor.text_encoder", "predictor.duration_proj", "text_encoder")
+_STAGE2_PARTS = ("predictor.F0", "predictor.N", "predictor.F0_proj", "predictor.N_proj", "decoder")
+_STAGE2_LSTMS = ("predictor.shared",)
+
+
 def _reverse_index(lengths: torch.Tensor, size: torch.Tensor | int) -> torch.Tensor:
     """[B, size] index that reverses each row within its length and leaves the padding in place."""
     t = torch.arange(size, device=lengths.device)[None, :]
@@ -404,14 +411,36 @@ class _LengthAwareLSTM(nn.Module):
         return torch.cat([ahead, back], dim=-1)
 
 
-class _Batched(nn.Module):
-    """Shared by both stages: the KModel and length-aware copies of its LSTMs."""
+def _parts(kmodel: nn.Module, paths: Sequence[str],
+           convert: Callable[[nn.Module], nn.Module] | None = None) -> nn.Module:
+    """A tree holding only the KModel submodules at ``paths``, each at its own path (``k.predictor.F0``).
 
-    def __init__(self, kmodel: nn.Module) -> None:
+    Why: each stage holds what it runs and nothing else, so a device holding both stages holds every weight once
+    (the stages share the submodules; ``convert`` gives a stage its own converted copies instead) and neither
+    stage carries the other's (stage 1 never runs the decoder, stage 2 never runs the text encoders).
+    """
+    root = nn.Module()
+    for path in paths:
+        *parents, leaf = path.split(".")
+        node = root
+        for name in parents:
+            if name not in node._modules:
+                node.add_module(name, nn.Module())
+            node = node.get_submodule(name)
+        part = kmodel.get_submodule(path)
+        node.add_module(leaf, convert(part) if convert else part)
+    return root
+
+
+class _Batched(nn.Module):
+    """Shared by both stages: the KModel parts a stage runs (``k``) and length-aware copies of its LSTMs."""
+
+    def __init__(self, kmodel: nn.Module, parts: Sequence[str], lstms: Sequence[str],
+                 convert: Callable[[nn.Module], nn.Module] | None = None) -> None:
         super().__init__()
-        self.k = kmodel
-        self.lstms = nn.ModuleDict({name.replace(".", "/"): _LengthAwareLSTM(m)
-                                    for name, m in kmodel.named_modules() if isinstance(m, nn.LSTM)})
+        self.k = _parts(kmodel, parts, convert)
+        self.lstms = nn.ModuleDict({name.replace(".", "/"): _LengthAwareLSTM(kmodel.get_submodule(name))
+                                    for name in lstms})
 
     def lstm(self, name: str, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         return self.lstms[name.replace(".", "/")](x, lengths)
@@ -419,6 +448,10 @@ class _Batched(nn.Module):
 
 class BatchedDurations(_Batched):
     """Stage 1: padded tokens -> per-token frame counts and the features stage 2 aligns."""
+
+    def __init__(self, kmodel: nn.Module) -> None:
+        super().__init__(kmodel, _STAGE1_PARTS, [name for name, m in kmodel.named_modules()
+                                                 if isinstance(m, nn.LSTM) and name not in _STAGE2_LSTMS])
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor, style: torch.Tensor,
                 speed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -477,14 +510,15 @@ class BatchedDurations(_Batched):
         return x.transpose(1, 2) * mask
 
 
-def _half_convolutions(kmodel: nn.Module) -> nn.Module:
-    """A copy of ``kmodel`` whose convolutions (and transposed ones) hold fp16 weights; the rest unchanged.
+def _half_convolutions(part: nn.Module) -> nn.Module:
+    """A copy of a stage-2 part whose convolutions (and transposed ones) hold fp16 weights; the rest unchanged.
 
-    A copy, because stage 1 is exported from the same KModel and stays float32 (its rounded durations
-    must match the CPU reference). Linear layers (the AdaIN style projections, the source's ``l_linear``),
-    the LSTMs and the STFT bases keep float32: they run in the float32 islands.
+    A copy, because the KModel it comes from may build a float32 stage 2 too (doctor, the fp16 tests), and
+    only the parts stage 2 runs are copied (``_STAGE2_PARTS``; stage 1 shares none of them). Linear layers
+    (the AdaIN style projections, the source's ``l_linear``) and the STFT bases keep float32: they run in the
+    float32 islands.
     """
-    half = copy.deepcopy(kmodel)
+    half = copy.deepcopy(part)
     for module in half.modules():
         if isinstance(module, (nn.Conv1d, nn.ConvTranspose1d)):
             module.half()
@@ -504,7 +538,7 @@ class BatchedVocoder(_Batched):
 
     def __init__(self, kmodel: nn.Module, precision: str = "fp32") -> None:
         check_precision(precision)
-        super().__init__(_half_convolutions(kmodel) if precision == "fp16" else kmodel)
+        super().__init__(kmodel, _STAGE2_PARTS, _STAGE2_LSTMS, _half_convolutions if precision == "fp16" else None)
         self.dtype = torch.float16 if precision == "fp16" else torch.float32
 
     def forward(self, alignment: torch.Tensor, d: torch.Tensor, t_en: torch.Tensor, style: torch.Tensor,
