@@ -2,13 +2,19 @@
 after each bucket shape's capture into the one shared pool, beside that shape's own working set (its peak
 allocation run eagerly), eager kernels, shapes in the engine's order (largest first) or smallest first.
 
-    python benchmarks/gpu_torch_pool.py --data-dir D [--order largest|smallest] --out pool.json     # on a GPU
+``--config`` runs the engine a config file sets up (fused fp16, a smaller ``batch_frames``: the eleventh pass) instead
+of eager kernels, and the report adds what a capture's working set is while it is recorded (PyTorch's peak allocation
+during each capture) and the process's device memory by NVML at each step (CUDA's context and modules, which
+PyTorch's counters do not see). ``PYTORCH_CUDA_ALLOC_CONF`` is recorded as it was set.
+
+    python benchmarks/gpu_torch_pool.py --data-dir D [--order largest|smallest] [--config C.yaml] --out pool.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -17,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 
 from wyoming_fasttts.assets import ModelAssets
+from wyoming_fasttts.backends.memory import gpu_process_bytes
 from wyoming_fasttts.backends.torch_cuda import create_torch_engine
 from wyoming_fasttts.config import load_settings
 
@@ -27,13 +34,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--order", choices=("largest", "smallest"), default="largest")
+    parser.add_argument("--config", help="the engine's settings (default: eager kernels, the shipped buckets)")
     parser.add_argument("--out", default="pool.json")
     args = parser.parse_args()
     data = Path(args.data_dir)
-    settings = load_settings(overrides={"assets.data_dir": str(data), "engine.torch_compile": False})
+    overrides: dict[str, object] = {"assets.data_dir": str(data)}
+    if not args.config:
+        overrides["engine.torch_compile"] = False
+    settings = load_settings(args.config, overrides)
+    process: dict[str, float] = {}
+
+    def nvml(step: str) -> None:
+        torch.cuda.synchronize()
+        process[step] = (gpu_process_bytes(os.getpid()) or 0) / MIB
+
+    torch.cuda.init()
+    torch.zeros(1, device="cuda")
+    nvml("context")
     engine = create_torch_engine(settings, ModelAssets(data / "kokoro-v1.0.int8.onnx", data / "vocab.json", data))
+    nvml("weights and buffers")
     engine.graphs = False
     engine.warmup()  # every shape twice, nothing captured
+    nvml("warm-up")
     shapes = engine.warm_shapes()
     if args.order == "smallest":
         shapes = shapes[::-1]
@@ -48,17 +70,26 @@ def main() -> None:
             torch.cuda.synchronize()
             rows.append({"shape": list(shape), "working_set_mib": (torch.cuda.max_memory_allocated() - before) / MIB})
         torch.cuda.empty_cache()
+        nvml("warm-up's cache handed back")
         base_reserved, base_allocated = torch.cuda.memory_reserved(), torch.cuda.memory_allocated()
         pool, stream = torch.cuda.graph_pool_handle(), torch.cuda.Stream()
         graphs = []
         for row, shape in zip(rows, shapes, strict=True):
             graph, call = torch.cuda.CUDAGraph(), engine._call(shape)
+            torch.cuda.reset_peak_memory_stats()
             with torch.cuda.graph(graph, pool=pool, stream=stream):
                 call()
             graphs.append(graph)
+            row["captured_peak_mib"] = (torch.cuda.max_memory_allocated() - base_allocated) / MIB
             row["reserved_mib"] = (torch.cuda.memory_reserved() - base_reserved) / MIB
             row["allocated_mib"] = (torch.cuda.memory_allocated() - base_allocated) / MIB
-    report = {"order": args.order, "base_reserved_mib": base_reserved / MIB, "rows": rows,
+        torch.cuda.empty_cache()
+        nvml("captured")
+    report = {"order": args.order, "config": args.config, "replay": engine.replay,
+              "weights_mib": engine.weights_bytes / MIB, "io_buffer_mib": engine.buffer_bytes / MIB,
+              "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"), "process_nvml_mib": process,
+              "base_reserved_mib": base_reserved / MIB, "base_allocated_mib": base_allocated / MIB,
+              "rows": rows,
               "largest_working_set_mib": max(r["working_set_mib"] for r in rows),
               "pool_reserved_mib": rows[-1]["reserved_mib"], "pool_allocated_mib": rows[-1]["allocated_mib"]}
     Path(args.out).write_text(json.dumps(report, indent=1))

@@ -20,6 +20,8 @@
 #   C:   (a fresh machine: U0 first) unpack, then fp16 fused by inductor (engine.torch_compile true): T's engine with H's precision;
 #   DH:  (a fresh machine: U0 first) unpack, then D's doctor with engine.precision fp16 (eager kernels captured);
 #   CM:  (a fresh machine: U0 first) unpack, then C with engine.batch_frames 1024 (C's fusion, M's shapes: memory).
+#   PM:  (after CM) P's pool report for CM's engine (fused fp16, batch_frames 1024), largest first, with each capture's
+#        own peak and the process's memory by NVML step by step; PYTORCH_CUDA_ALLOC_CONF as set (TAG names the file).
 # Each step leaves gpu-table-STEP.json, its log and the server's wavs for the ear in $OUT.
 # usage (from the checkout's root): bash benchmarks/h200_torch.sh STEP   (.gpu/code is not needed: the tree travels)
 set -uo pipefail
@@ -38,7 +40,7 @@ case $step in
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|DH|CM)
+T|E|D|P|H|C|DH|CM|PM)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -51,6 +53,9 @@ T|E|D|P|H|C|DH|CM)
   if [ "$step" = C ] || [ "$step" = CM ]; then measure "--config $pack/$step.yaml"
   elif [ "$step" = E ]; then measure "--config $pack/eager.yaml"
   elif [ "$step" = H ]; then measure "--config $pack/fp16.yaml"
+  elif [ "$step" = PM ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout 500 python3 benchmarks/gpu_torch_pool.py \
+      --data-dir $pack/data --config $pack/CM.yaml --out "$OUT"/pool-CM${TAG:-}.json) 2>&1 \
+      | grep -v -i -E "warn|^  (super|WeightNorm)" | tee -a "$log"
   elif [ "$step" = P ]; then for order in largest smallest; do (cd "$code" && PYTHONPATH=$code:$pack/site timeout 150 \
       python3 benchmarks/gpu_torch_pool.py --data-dir $pack/data --order $order --out "$OUT"/pool-$order.json) 2>&1 \
       | grep -v -i -E "warn|^  (super|WeightNorm)" | tee -a "$log"; done
