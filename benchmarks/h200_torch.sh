@@ -20,6 +20,9 @@
 #   C:   (a fresh machine: U0 first) unpack, then fp16 fused by inductor (engine.torch_compile true): T's engine with H's precision;
 #   DH:  (a fresh machine: U0 first) unpack, then D's doctor with engine.precision fp16 (eager kernels captured);
 #   CM:  (a fresh machine: U0 first) unpack, then C with engine.batch_frames 1024 (C's fusion, M's shapes: memory).
+#   CL:  (a fresh machine: U0 first) unpack, then CM with fewer frame buckets (64, 128, 256, 512, 1024: 53 shapes, not
+#        67; each captured graph holds ~12 MiB of the driver's beside the pool) and the engine's expandable segments
+#        (eleventh pass): the 1.5 GB goal;
 #   PM:  (after CM) P's pool report for CM's engine (fused fp16, batch_frames 1024), largest first, with each capture's
 #        own peak and the process's memory by NVML step by step; PYTORCH_CUDA_ALLOC_CONF as set (TAG names the file).
 # Each step leaves gpu-table-STEP.json, its log and the server's wavs for the ear in $OUT.
@@ -40,7 +43,7 @@ case $step in
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|DH|CM|PM)
+T|E|D|P|H|C|DH|CM|CL|PM)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -50,7 +53,8 @@ T|E|D|P|H|C|DH|CM|PM)
   printf 'engine:\n  precision: fp16\n' > $pack/fp16.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n' > $pack/C.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n' > $pack/CM.yaml
-  if [ "$step" = C ] || [ "$step" = CM ]; then measure "--config $pack/$step.yaml"
+  printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n  buckets:\n    frames: [64, 128, 256, 512]\n' > $pack/CL.yaml
+  if [ "$step" = C ] || [ "$step" = CM ] || [ "$step" = CL ]; then measure "--config $pack/$step.yaml"
   elif [ "$step" = E ]; then measure "--config $pack/eager.yaml"
   elif [ "$step" = H ]; then measure "--config $pack/fp16.yaml"
   elif [ "$step" = PM ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout 500 python3 benchmarks/gpu_torch_pool.py \
