@@ -21,8 +21,8 @@
 #   DH:  (a fresh machine: U0 first) unpack, then D's doctor with engine.precision fp16 (eager kernels captured);
 #   CM:  (a fresh machine: U0 first) unpack, then C with engine.batch_frames 1024 (C's fusion, M's shapes: memory).
 #   CL:  (a fresh machine: U0 first) unpack, then CM with fewer frame buckets (64, 128, 256, 512, 1024: 53 shapes, not
-#        67; each captured graph holds ~12 MiB of the driver's beside the pool) and the engine's expandable segments
-#        (eleventh pass): the 1.5 GB goal;
+#        67; each captured graph holds ~12 MiB of the driver's beside the pool) and PyTorch's expandable segments
+#        (eleventh pass: the pool 808 -> 410 MiB in PM): for the 1.5 GB goal; not yet run;
 #   PM:  (after CM) P's pool report for CM's engine (fused fp16, batch_frames 1024), largest first, with each capture's
 #        own peak and the process's memory by NVML step by step; PYTORCH_CUDA_ALLOC_CONF as set (TAG names the file).
 # Each step leaves gpu-table-STEP.json, its log and the server's wavs for the ear in $OUT.
@@ -54,7 +54,8 @@ T|E|D|P|H|C|DH|CM|CL|PM)
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n' > $pack/C.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n' > $pack/CM.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n  buckets:\n    frames: [64, 128, 256, 512]\n' > $pack/CL.yaml
-  if [ "$step" = C ] || [ "$step" = CM ] || [ "$step" = CL ]; then measure "--config $pack/$step.yaml"
+  if [ "$step" = CL ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CL.yaml"
+  elif [ "$step" = C ] || [ "$step" = CM ]; then measure "--config $pack/$step.yaml"
   elif [ "$step" = E ]; then measure "--config $pack/eager.yaml"
   elif [ "$step" = H ]; then measure "--config $pack/fp16.yaml"
   elif [ "$step" = PM ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout 500 python3 benchmarks/gpu_torch_pool.py \

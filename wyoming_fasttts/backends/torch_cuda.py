@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -94,8 +93,6 @@ class TorchGraphEngine:
         self._lock = threading.Lock()
         self._device_index = (self._device.index or 0) if cuda else None
         self._used_before = None if self._device_index is None else device_used_bytes(self._device_index)
-        if self.graphs:
-            _expandable_segments()
         stage1, stage2 = stage1.to(self._device).eval(), stage2.to(self._device).eval()
         self.weights_bytes = _unique_bytes(stage1, stage2)
         self._module1: Callable[..., Any] = _compiled(stage1) if compile else stage1
@@ -273,19 +270,6 @@ class TorchGraphEngine:
             self._host.clear()
         if self._device.type == "cuda":
             torch.cuda.empty_cache()
-
-
-def _expandable_segments() -> None:
-    """PyTorch's allocator grows its segments in place from here on (``expandable_segments``), unless
-    ``PYTORCH_CUDA_ALLOC_CONF`` says otherwise. The graphs' one pool is the largest capture's working set in
-    segments of fixed sizes: fused fp16 at ``batch_frames`` 1024 it reserved 808 MiB for a capture that peaks at
-    335 MiB; with expandable segments 410 MiB (an H200, 2026-12-04, docs/BENCHMARKS.md, eleventh pass)."""
-    if "expandable_segments" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""):
-        return
-    setting = getattr(torch._C, "_accelerator_setAllocatorSettings", None)
-    if setting is None:  # PyTorch before 2.9
-        setting = torch.cuda.memory._set_allocator_settings
-    setting("expandable_segments:True")
 
 
 def _compiled(module: torch.nn.Module) -> Callable[..., Any]:
