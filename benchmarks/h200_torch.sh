@@ -21,7 +21,7 @@
 #   DH:  (a fresh machine: U0 first) unpack, then D's doctor with engine.precision fp16 (eager kernels captured);
 #   CM:  (a fresh machine: U0 first) unpack, then C with engine.batch_frames 1024 (C's fusion, M's shapes: memory).
 #   CL:  (a fresh machine: U0 first) unpack, then CM with fewer frame buckets (64, 128, 256, 512, 1024: 53 shapes, not
-#        67; each captured graph holds ~12 MiB of the driver's beside the pool) and PyTorch's expandable segments
+#        67; ~12 MiB of the driver's per captured graph on average, by difference) and PyTorch's expandable segments
 #        (eleventh pass: the pool 808 -> 410 MiB in PM): for the 1.5 GB goal; not yet run;
 #   PM:  (after CM) P's pool report for CM's engine (fused fp16, batch_frames 1024), largest first, with each capture's
 #        own peak and the process's memory by NVML step by step; PYTORCH_CUDA_ALLOC_CONF as set (TAG names the file).
@@ -34,11 +34,14 @@ log="$OUT"/$step.log
 mkdir -p $pack/chunks
 for c in "$root"/.gpu/c*/chunk.*; do [ -e "$c" ] && cp "$c" $pack/chunks/; done
 ls -l $pack/chunks | tee -a "$log"
+quiet() { grep -v -i -E "warn|^  (super|WeightNorm)" | tee -a "$log"; }  # a step's output, less the libraries' warnings
 measure() { config=$1; (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_table.py measure \
   --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx --vocab $pack/data/vocab.json \
   --data-dir $pack/data --engine torch-cuda $config --runs 256 --warmup 10 --budget-s 60 --concurrency 1,4,16 \
   --requests 256 --wavs "$OUT"/wavs-$step --out "$OUT"/gpu-table-$step.json) 2>&1 \
-  | grep -v -i -E "warn|^  (super|WeightNorm)" | tee -a "$log"; }
+  | quiet; }
+pool() { limit=$1; shift; (cd "$code" && PYTHONPATH=$code:$pack/site timeout "$limit" python3 benchmarks/gpu_torch_pool.py \
+  --data-dir $pack/data "$@") 2>&1 | quiet; }
 case $step in
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
@@ -58,15 +61,10 @@ T|E|D|P|H|C|DH|CM|CL|PM)
   elif [ "$step" = C ] || [ "$step" = CM ]; then measure "--config $pack/$step.yaml"
   elif [ "$step" = E ]; then measure "--config $pack/eager.yaml"
   elif [ "$step" = H ]; then measure "--config $pack/fp16.yaml"
-  elif [ "$step" = PM ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout 500 python3 benchmarks/gpu_torch_pool.py \
-      --data-dir $pack/data --config $pack/CM.yaml --out "$OUT"/pool-CM${TAG:-}.json) 2>&1 \
-      | grep -v -i -E "warn|^  (super|WeightNorm)" | tee -a "$log"
-  elif [ "$step" = P ]; then for order in largest smallest; do (cd "$code" && PYTHONPATH=$code:$pack/site timeout 150 \
-      python3 benchmarks/gpu_torch_pool.py --data-dir $pack/data --order $order --out "$OUT"/pool-$order.json) 2>&1 \
-      | grep -v -i -E "warn|^  (super|WeightNorm)" | tee -a "$log"; done
+  elif [ "$step" = PM ]; then pool 500 --config $pack/CM.yaml --out "$OUT"/pool-CM${TAG:-}.json
+  elif [ "$step" = P ]; then for order in largest smallest; do pool 150 --order $order --out "$OUT"/pool-$order.json; done
   elif [ "${step:0:1}" = D ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
-      --engine torch-cuda --config $pack/$([ "$step" = DH ] && echo fp16 || echo eager).yaml --data-dir $pack/data --runs 20) 2>&1 \
-      | grep -v -i -E "warn|^  (super|WeightNorm)" | tee -a "$log"
+      --engine torch-cuda --config $pack/$([ "$step" = DH ] && echo fp16 || echo eager).yaml --data-dir $pack/data --runs 20) 2>&1 | quiet
   else measure ""; fi ;;
 T2) measure "" ;;
 M|F)
