@@ -104,6 +104,20 @@ class _Rules:
             # U+3000 and NBSP plain spaces) is never said: dropping it once here lets every rule that reads the word
             # after a number (年 after a year, a measure word that takes 两, a range's far end) see that word.
             (re.compile(r"(?<=\d)[ \t]+(?=[\u3400-\u9fff])"), lambda m: ""),
+            # Consumption per hundred kilometres (6.8L/100km, 13.5kWh/100km) is said 每百公里, as on a car's display.
+            (re.compile(r"(?<=[A-Za-z\u3400-\u9fff])\s*/\s*100\s*(?:km|公里)(?![A-Za-z])"), lambda m: "每百公里"),
+            # Adults and children counted in a pair (2大1小, a booking or a ticket): each a count, so 2 is 两.
+            (re.compile(r"(?<![\d.])(\d{1,2})\s*大\s*(\d{1,2})\s*小(?!时)"),
+             lambda m: cardinal(m[1], liang=True) + "大" + cardinal(m[2], liang=True) + "小"),
+            # Three or four digits before a product line's suffix word are a model number (三星 980 Pro, 870 EVO), digit
+            # by digit with 1 as 幺 as after a Latin word (RTX 4090); one or two are a generation (小米 14 Ultra).
+            (re.compile(r"(?<![\d.,A-Za-z])(\d{3,4})\s+(?=(?:Pro|Max|Plus|Ultra|Mini|mini|Lite|Air|SE|EVO|Evo|Neo|Ti|XT)"
+                        r"(?![A-Za-z]))"), lambda m: _read_code(m[1])),
+            # Three or more digits with a leading zero before 号 are a code, said as written (086号车位 →
+            # 零八六号车位): a count has no leading zero to say.
+            (re.compile(r"(?<![\d.,])(0\d{2,})(?=\s*号)"), lambda m: _read_code(m[1])),
+            # A card or account number in groups of four (6222 0210 0188 7765) is a code with or without a cue word.
+            (re.compile(r"(?<![\d.,])\d{4}(?:[ -]\d{4}){2,4}(?:[ -]\d{1,3})?(?![\d.,])"), lambda m: _read_code(m[0])),
             # A line's leading bullet (-, *, •) or Markdown heading (#) is decoration, not a minus or 号.
             (re.compile(r"(?m)^[ \t]*(?:[-*+•]|#{1,6})[ \t]+"), lambda m: ""),
             # A numbered list item at the start of a line (1. 取快递, 1) 取快递, 1️⃣ 取快递; ① became 1. above): its
@@ -490,7 +504,10 @@ class _Rules:
         return text[: start.start()] + _read_code(text[start.start() :])
 
     def _digit_string(self, m: re.Match[str]) -> str:
-        return _read_code(m[0].replace("+", "加"))
+        """A code digit by digit; a dash between two letters in it is a space, as between two Latin words
+        (IPC-G42 → IPC G四二), where any other dash is not read (KFR-35GW → KFR三五GW)."""
+        parts = re.split(r"(?<=[A-Za-z])-(?=[A-Za-z])", m[0].replace("+", "加"))
+        return " ".join(_read_code(part) for part in parts)
 
     def _service(self, m: re.Match[str]) -> str:
         """110, 12345 …: dialled numbers, unless a measure word shows they count something (120个) or a reading's name
@@ -732,6 +749,20 @@ def _rules() -> _Rules:
     return _Rules()
 
 
+# An emoji (and the spaces around it) between two words separates them as a notification writes it (门已打开 🚪 请注意):
+# a pause, which _tidy drops at the start or end of the text and merges with a pause mark beside it.
+_EMOJI = re.compile(r"\s*[\U0001F000-\U0001FAFF\u2300-\u23FF\u2600-\u27BF\u2B00-\u2BFF][\U0001F000-\U0001FAFF"
+                    r"\u2300-\u23FF\u2600-\u27BF\u2B00-\u2BFF\uFE0F\u200D\s]*")
+# Round brackets around words are an aside, read with a pause on each side (本周三（12月9日）有检查 →
+# 本周三，十二月九日，有检查), not run into the words beside them (三十二月); around a number alone (共 (12) 个,
+# 贵州茅台（600519）) they are only dropped, as other brackets and quotes are (_DROP).
+_ASIDE = re.compile(r"[(（]([^()（）\n]*)[)）]")
+_NUMBER_ALONE = re.compile(rf"[\s\d.{DIGITS}十百千万亿两幺点]*")
+
+
+def _aside(m: re.Match[str]) -> str:
+    return m[1] if _NUMBER_ALONE.fullmatch(m[1]) else "，" + m[1] + "，"
+
 _DROP = re.compile(r"[\"'“”‘’«»《》「」『』【】()\[\]{}（）<>〈〉]")
 # A hyphen between two Latin words is a space (Wi-Fi → Wi Fi, Type-C → Type C): it is not said, and the two are
 # said as two words; one left next to digits (KFR-35GW, 1080P-4K) was read by the rules above.
@@ -761,6 +792,7 @@ def clean_marks(text: str) -> str:
     """The punctuation half of ``normalize`` (no number reading); the baselines' comparison uses it too."""
     text = unicodedata.normalize("NFKC", text)
     text = _ELLIPSIS.sub(lambda m: "。" if not text[m.end() :].strip() else "，", text)
+    text = _ASIDE.sub(_aside, _EMOJI.sub("，", text))
     return _tidy(_DROP.sub(" ", text).translate(_rules().pauses))
 
 

@@ -334,6 +334,32 @@ def test_announcement_rules_from_the_tenth_held_out_set():
     assert normalize("室外 -3℃") == "室外零下三摄氏度"
 
 
+def test_convention_settled_for_the_tenth_held_out_sets_open_questions():
+    """Readings announce_holdout10.tsv's writer found open, settled 2026-12-04 (tests/unit/text/README.md), on
+    sentences outside the sets."""
+    # Units said in Chinese; consumption per hundred kilometres as a car's display says it.
+    assert normalize("水泵 2800rpm，待机 3mA，电池 74Wh") == "水泵两千八百转每分钟，待机三毫安，电池七十四瓦时"
+    assert normalize("平均 7.2L/100km，电耗 14kWh/100km") == "平均七点二升每百公里，电耗十四千瓦时每百公里"
+    # 2大1小: two counts (两); TDS and pH are readings' names, their values numbers.
+    assert normalize("预订 2大2小") == "预订两大两小"
+    assert normalize("净水器 TDS 135，pH 7.4") == "净水器TDS一百三十五，pH七点四"
+    # Three or four digits before a product line's suffix word are a model number; one or two a generation.
+    assert normalize("西数 770 Pro 与小米 14 Ultra") == "西数七七零Pro与小米十四Ultra"
+    # A hyphen between two letters inside a code is a space, as between two Latin words.
+    assert normalize("海康 DS-K1T 门禁") == "海康DS K幺T门禁"
+    # Codes: a zero-led number before 号, four-digit groups with no cue word, a port.
+    assert normalize("请 017 号到窗口") == "请零幺七号到窗口"
+    assert normalize("转入 6217 0012 3456 7890") == "转入六二幺七零零幺二三四五六七八九零"
+    assert normalize("MQTT 端口 8883") == "MQTT端口八八八三"
+    # An aside in round brackets is read with a pause on each side; an emoji between words is a pause.
+    assert normalize("周四（12月10日）停电") == "周四，十二月十日，停电"
+    assert normalize("快递已签收 📦 请查收") == "快递已签收，请查收"
+    assert normalize("下雨了🌧️记得收衣服") == "下雨了，记得收衣服"
+    # Landlines keep their bracketed area code joined; decoration brackets and a leading or trailing emoji say nothing.
+    assert normalize("(021) 6234 5678") == "零二幺六二三四五六七八"
+    assert normalize("【通知】明天停水 💧") == "通知明天停水"
+
+
 def test_front_end_gaps_closed_after_the_ninth_held_out_set():
     """Gaps found by reading the front end after the ninth set (none in the sets), fixed as general rules; each on
     sentences outside the sets, with the near-misses that must keep their old reading."""
