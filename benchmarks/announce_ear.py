@@ -69,6 +69,35 @@ MORE_REPLIES = [
     "卫生间的排气扇已经运行了半个小时。湿度已经降到百分之六十以下，我帮您关掉了。",
 ]
 
+# ``--third``: a third and fourth dozen, written 2026-12-05 before the ear ran on them (most with a long first sentence
+# and no comma, the case part 3 is about): 48 replies in eight voices, 384 texts, for a tighter bound again.
+THIRD_REPLIES = [
+    "客厅的扫地机器人因为被电线缠住已经停止工作了。请您过去帮它解开。",
+    "地下室的漏水传感器刚刚检测到地面有积水。我已经关闭了总水阀。",
+    "您预约的网约车司机还有三分钟到达楼下。车牌尾号是五六七。",
+    "今天晚上的最低气温会降到零下三度。记得给阳台的花盆盖上保温布。",
+    "好的，已经把卧室的窗帘打开一半了。",
+    "洗碗机的漂洗剂快要用完了。下次购物的时候记得买一瓶。",
+    "明天早上八点半您有一个牙医的预约。我会提前一个小时提醒您出门。",
+    "楼下的信箱里刚刚收到了一封挂号信。邮递员说需要本人签收。",
+    "家里的无线网络刚才断开了大约五分钟。现在已经自动恢复正常了。",
+    "电动汽车已经充到百分之八十的电量了。预计还能行驶三百二十公里。",
+    "宠物喂食器刚刚给猫咪投放了今天的第二顿饭。剩余的猫粮还够吃六天。",
+    "您设置的番茄钟已经结束了。休息五分钟再继续工作吧。",
+    "书房的台灯已经亮了三个小时而房间里没有检测到有人。需要我帮您关掉吗？",
+    "今天空气质量良好，适合开窗通风。",
+    "厨房的烟雾报警器电池电量不足。请尽快更换新的电池。",
+    "车库里的温度已经降到了五度以下。水管有结冰的风险，建议打开加热带。",
+    "好的，已经为您把明天的闹钟改到六点四十五分。",
+    "儿童房的门窗传感器显示窗户还开着。外面正在下雨，请记得关窗。",
+    "太阳能板今天一共发电十八度。其中有十二度已经存进了家里的电池。",
+    "您的包裹已经被邻居代收了。他说晚上七点以后在家。",
+    "浴室的地暖已经预热到二十八度了。现在洗澡正合适。",
+    "根据日历今天是奶奶的生日。要不要我帮您给她打个视频电话？",
+    "客厅的电视已经连续播放了四个小时。要不要休息一下眼睛？",
+    "所有的灯都已经关闭，安防系统已经开启。晚安，祝您好梦。",
+]
+
 
 def _server(name: str, config: str | None, logs: Path):
     port = free_port()
@@ -125,13 +154,14 @@ def main() -> int:
     parser.add_argument("--windows", default="",
                         help="replies: engine.windows overrides for the default server (pad_frames=0,closing_weight=1)")
     parser.add_argument("--more", action="store_true", help="replies: the second dozen too (MORE_REPLIES)")
+    parser.add_argument("--third", action="store_true", help="replies: the third and fourth dozen too (THIRD_REPLIES)")
     parser.add_argument("--voices", nargs="+", default=[None],
                         help="replies: speak them in each of these voices (more syllables, a tighter bound)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cases = load_cases(args.set)
-    replies = REPLIES + MORE_REPLIES if args.more else REPLIES
+    replies = REPLIES + (MORE_REPLIES if args.more else []) + (THIRD_REPLIES if args.third else [])
     configs = Path(tempfile.mkdtemp())
     nocut, default = configs / "whole.yaml", configs / "default.yaml"
     nocut.write_text("engine:\n  windows:\n    first_frames: 0\ntext:\n  first_clause_chars: 0\n", encoding="utf-8")
