@@ -76,6 +76,7 @@ class _Rules:
         self.tilde_range_after = re.compile(rf"(?:{ends})")
         self.name_suffix_units = set(d["name_suffix_units"])
         self.unit_names = {u: re.compile(_alternation(words)) for u, words in d["unit_names_before"].items()}
+        self.address_symbols = d["address_symbols"]
         self.rules = self._compile(d)
 
     def _compile(self, d: dict[str, Any]) -> list[_Rule]:
@@ -99,7 +100,28 @@ class _Rules:
         words = _alternation({str(w) for w in d["currency_prefix"].values()})
         # A reading: an optional sign or currency sign, a number and its unit, % or ‰ (-2.5℃, 48%, 2000mAh, ¥20).
         reading = (rf"(?<![\dA-Za-z.])[-+]?(?:(?:{money})\s*{_NUM}|{_NUM}\s*(?:(?:{unit})(?![A-Za-z])|[%‰]))")
+        schemes = _alternation(d["address_schemes"])
+        tlds, extensions = _alternation(d["address_tlds"]), _alternation(d["file_extensions"])
+        label = r"[A-Za-z\d](?:[A-Za-z\d-]*[A-Za-z\d])?"
+        path = r"(?:/[A-Za-z\d\-._~/?#=&%+@]*)?"
         return [
+            # Web and e-mail addresses and file names first, before their digits, dots and dashes look like numbers,
+            # decimals, sentence ends or ranges: said as typed, a symbol by its name (_address). A trailing mark is
+            # the sentence's, not the address's.
+            (re.compile(rf"(?<![A-Za-z])(?:{schemes})://[A-Za-z\d\-._~:/?#\[\]@!$&*+,;=%]*[A-Za-z\d/#=_~-]",
+                        re.IGNORECASE), self._address),
+            (re.compile(r"(?<![A-Za-z\d._%+-])[A-Za-z\d][A-Za-z\d._%+-]*@" + label + r"(?:\." + label + r")+"),
+             self._address),
+            (re.compile(rf"(?<![A-Za-z\d@./_-])(?:{label}\.)+(?:{tlds})(?![A-Za-z\d-])(?::\d{{1,5}}(?!\d))?{path}"
+                        r"(?<![.?=&%+])", re.IGNORECASE), self._address),
+            (re.compile(rf"(?<![A-Za-z\d@./_-])[A-Za-z\d_-]+(?:\.[A-Za-z\d_-]+)*\.(?:{extensions})(?![A-Za-z\d])",
+                        re.IGNORECASE), self._address),
+            # A standard's number (GB 18030-2022, GB/T 15834, ISO 9001, IEEE 802.11ax) is a code, digit by digit with 1
+            # as 幺 as after any Latin word (GB2312), its year after 杠 as a year is said, the slash of GB/T unsaid.
+            (re.compile(rf"(?<![A-Za-z])({_alternation(d['standard_prefixes'])})\s*(\d+(?:\.\d+)*)"
+                        r"(?:\s*[-—]\s*(\d{4}))?(?![\d.])"),
+             lambda m: m[1].replace("/", " ") + "点".join(_read_code(p) for p in m[2].split("."))
+             + ("杠" + digits(m[3]) if m[3] else "")),
             # A space between a number and the word after it (2 小时, 2026 年, 2-4 天, as LLM replies write; NFKC made
             # U+3000 and NBSP plain spaces) is never said: dropping it once here lets every rule that reads the word
             # after a number (年 after a year, a measure word that takes 两, a range's far end) see that word.
@@ -376,6 +398,15 @@ class _Rules:
     def _plate(self, m: re.Match[str]) -> str:
         """苏E·6K3M9: no pause after the province letter, the rest as a code."""
         return m[1] + m[2] + _read_code(m[3])
+
+    def _address(self, m: re.Match[str]) -> str:
+        """https://homeassistant.local:8123 → https冒号双斜杠homeassistant点local冒号八幺二三: letters as words,
+        digits as a code, each symbol by its name; nothing of it is left unsaid."""
+        symbols = self.address_symbols
+        parts = re.findall("://|[A-Za-z]+|\\d+|.", m[0])
+        said = [digits(p, one="幺") if p.isdigit() else p if p.isascii() and p.isalpha() else symbols.get(p, p)
+                for p in parts]
+        return "".join(said)
 
     def _ip(self, m: re.Match[str]) -> str:
         """192.168.1.10:8123: each part a code, and a port after 冒号 (not a pause: it belongs to the address)."""

@@ -410,8 +410,9 @@ def test_front_end_gaps_closed_after_the_ninth_held_out_set():
     assert normalize("switch.garage_door 已关闭") == "switch点garage door已关闭"
     assert normalize("实体 binary_sensor.front_window 报警") == "实体binary sensor点front window报警"
     assert normalize("已打开 fan.bedroom。") == "已打开fan点bedroom。"
-    # Near-misses: a host name, a capitalised word and a sentence's stop keep their dots.
-    assert normalize("访问 update.example.com") == "访问update。example。com"
+    # Near-misses: a capitalised word and a sentence's stop keep their dots; a host name is said as typed (its own
+    # rule, settled 2026-12-05: test_addresses_and_standards_are_said_as_typed).
+    assert normalize("访问 update.example.com") == "访问update点example点com"
     assert normalize("打开 Light.然后关门") == "打开Light。然后关门"
     # After a timer's cue word, or one of a time taken, m:ss is minutes and seconds, as after 还剩.
     assert normalize("计时器 12:40 后响铃") == "计时器十二分四十秒后响铃"
@@ -1124,3 +1125,26 @@ def test_two_latin_words_of_one_name_are_said_as_it():
     assert latin.words("Type C") == [phonemes("Type"), phonemes("C")] == phonemes("Type-C").split(" ", 1)
     assert phonemize("Wi-Fi已连接") == phonemize("WiFi已连接")
     assert phonemize("访客 Wi-Fi 6 已开启").startswith(phonemize("访客").rstrip(".") + " " + phonemes("WiFi"))
+
+
+def test_addresses_and_standards_are_said_as_typed() -> None:
+    """Web and e-mail addresses, file names and standards' numbers (settled 2026-12-05, tests/unit/text/README.md):
+    every symbol said by its name, digits as a code, letters as words; no dot becomes a sentence's end and nothing
+    the user typed is dropped (the @ and _ had vanished, a host's dots had split the sentence)."""
+    assert normalize("请访问 www.example.com 查看详情") == "请访问www点example点com查看详情"
+    assert normalize("打开 http://homeassistant.local:8123/lovelace/0 登录") == (
+        "打开http冒号双斜杠homeassistant点local冒号八幺二三斜杠lovelace斜杠零登录")
+    assert normalize("详见 https://www.home-assistant.io/integrations/wyoming/。") == (
+        "详见https冒号双斜杠www点home杠assistant点io斜杠integrations斜杠wyoming斜杠。")
+    assert normalize("报告已发送到 user_01@qq.com。") == "报告已发送到user下划线零幺艾特qq点com。"
+    assert normalize("请检查 configuration.yaml 文件") == "请检查configuration点yaml文件"
+    assert normalize("照片 IMG_2031.JPG 已备份") == "照片IMG下划线二零三幺点JPG已备份"
+    assert normalize("网关 http://192.168.1.1 无响应") == "网关http冒号双斜杠幺九二点幺六八点幺点幺无响应"
+    assert normalize("符合GB 18030-2022标准") == "符合GB幺八零三零杠二零二二标准"
+    assert normalize("执行GB/T 15834—2011") == "执行GB T幺五八三四杠二零一一"
+    assert normalize("路由器支持IEEE 802.11ax") == "路由器支持IEEE八零二点幺幺ax"
+    # Near-misses: a version, a decimal, an entity id and a sentence that ends on a Latin word keep their readings.
+    assert normalize("已升级到v3.2.1") == "已升级到v三点二点一"
+    assert normalize("温度23.5℃。") == "温度二十三点五摄氏度。"
+    assert normalize("switch.garage_door 已关闭") == "switch点garage door已关闭"
+    assert normalize("已连接Wi-Fi. 信号良好") == "已连接Wi Fi。信号良好"
