@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from fractions import Fraction
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -808,10 +809,22 @@ _NUMBER_DASH = re.compile(r"(?<=[\d日号])\s*[—―](?=\s*\d)")
 _CIRCLED_ITEM = re.compile(r"(?m)^([ \t]*)([\u2460-\u2473\u2776-\u277f\u2780-\u2793])")
 
 
+# A vulgar fraction (½, ¾), after a whole number or alone: NFKC makes ¼ "1⁄4", whose digits were read as 一四, and
+# 2½ "21⁄2" (二十一两). Said as a fraction is: 四分之一, 二又二分之一.
+_VULGAR = re.compile(r"(\d*)\s*([\u00bc-\u00be\u2150-\u215e])")
+
+
+def _vulgar(m: re.Match[str]) -> str:
+    value = Fraction(unicodedata.numeric(m[2])).limit_denominator(10)
+    said = cardinal(str(value.denominator)) + "分之" + cardinal(str(value.numerator))
+    return (m[1] + "又" if m[1] else "") + said
+
+
 def normalize(text: str) -> str:
     """Only Chinese characters, Latin words and the pause marks ``。，！？`` remain; numbers are read out."""
     rules = _rules()
     text = _NUMBER_DASH.sub("-", text)
+    text = _VULGAR.sub(_vulgar, text)
     text = _CIRCLED_ITEM.sub(lambda m: m[1] + str(int(unicodedata.numeric(m[2]))) + ".", text)
     text = unicodedata.normalize("NFKC", rules.pre.sub(lambda m: rules.d["pre_nfkc"][m[0]], text))
     for pattern, reader in rules.rules:
