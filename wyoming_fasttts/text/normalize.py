@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from fractions import Fraction
 from collections.abc import Callable, Iterable, Sequence
+from fractions import Fraction
 from typing import Any
 
 from .data import load_yaml

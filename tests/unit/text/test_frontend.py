@@ -1151,8 +1151,8 @@ def test_addresses_and_standards_are_said_as_typed() -> None:
 
 
 def test_symbols_that_carry_a_meaning_are_said_not_dropped() -> None:
-    """& had vanished (张三&李四 → 张三李四), a vulgar fraction was read as its digits after NFKC (¼ → 一四, 2½ → 二十一两)
-    and a Roman numeral spelled as Latin letters (Ⅲ期 → I I I期)."""
+    """& had vanished (张三&李四 → 张三李四), a vulgar fraction was read as its digits after NFKC (¼ → 一四,
+    2½ → 二十一两) and a Roman numeral spelled as Latin letters (Ⅲ期 → I I I期)."""
     assert normalize("张三&李四已到家") == "张三和李四已到家"
     assert normalize("加入¼杯牛奶") == "加入四分之一杯牛奶"
     assert normalize("还需要2½小时") == "还需要二又二分之一小时"
