@@ -814,6 +814,17 @@ _CIRCLED_ITEM = re.compile(r"(?m)^([ \t]*)([\u2460-\u2473\u2776-\u277f\u2780-\u2
 _VULGAR = re.compile(r"(\d*)\s*([\u00bc-\u00be\u2150-\u215e])")
 
 
+# A power written with superscript digits or ^ (10⁶, 2^10): NFKC would make 10⁶ "106"; the ^ was dropped (2^10 → 二十).
+# ² and ³ after a letter are areas and volumes (m², x²: pre_nfkc).
+_SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+_POWER = re.compile(rf"(?<![\d.])(\d+(?:\.\d+)?)(?:([{_SUPERSCRIPTS}]+)|\s*\^\s*(\d+))")
+
+
+def _power(m: re.Match[str]) -> str:
+    exponent = m[3] or "".join(str(_SUPERSCRIPTS.index(c)) for c in m[2])
+    return f"{m[1]}的{cardinal(exponent)}次方"
+
+
 def _vulgar(m: re.Match[str]) -> str:
     value = Fraction(unicodedata.numeric(m[2])).limit_denominator(10)
     said = cardinal(str(value.denominator)) + "分之" + cardinal(str(value.numerator))
@@ -825,6 +836,7 @@ def normalize(text: str) -> str:
     rules = _rules()
     text = _NUMBER_DASH.sub("-", text)
     text = _VULGAR.sub(_vulgar, text)
+    text = _POWER.sub(_power, text)
     text = _CIRCLED_ITEM.sub(lambda m: m[1] + str(int(unicodedata.numeric(m[2]))) + ".", text)
     text = unicodedata.normalize("NFKC", rules.pre.sub(lambda m: rules.d["pre_nfkc"][m[0]], text))
     for pattern, reader in rules.rules:

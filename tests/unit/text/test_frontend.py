@@ -1158,3 +1158,11 @@ def test_symbols_that_carry_a_meaning_are_said_not_dropped() -> None:
     assert normalize("还需要2½小时") == "还需要二又二分之一小时"
     assert normalize("临床Ⅲ期") == "临床三期"
     assert normalize("第Ⅱ代传感器") == "第二代传感器"
+    # Greek letters, components' units, powers, roots and currencies that had been dropped (一百F, 二十 for 2^10).
+    assert normalize("β版固件") == "贝塔版固件"
+    assert normalize("温差Δ5℃") == "温差德尔塔五摄氏度"
+    assert normalize("换一个100μF的电容和4.7kΩ电阻") == "换一个一百微法的电容和四点七千欧电阻"
+    assert normalize("共2^10种组合") == "共二的十次方种组合"
+    assert normalize("约10⁶次") == "约十的六次方次"
+    assert normalize("√2约等于1.414") == "根号二约等于一点四一四"
+    assert normalize("机票₩350000") == "机票三十五万韩元"
