@@ -25,6 +25,10 @@
 #        (eleventh pass: the pool 808 -> 410 MiB in PM): for the 1.5 GB goal;
 #   CX:  (a fresh machine: U0 first) unpack, then CM's buckets with CL's expandable segments: which of CL's two changes
 #        costs its batch-1 latency (twelfth pass);
+#   R:   (a fresh machine: U0 first) unpack, then benchmarks/gpu_compile_rows.py: stage 2 (fp16) and stage 1 as one
+#        CUDA graph each at rows 16 and 1, eager kernels beside inductor compiled dynamic=True (the engine's), with
+#        static rows and dynamic tokens/frames, and dynamic=False: where the fused batch of one loses its time
+#        (thirteenth pass; gpu-compile-rows.json, MEASURE_S bounds it, VARIANTS and ROWS pick settings and rows);
 #   PM:  (after CM) P's pool report for CM's engine (fused fp16, batch_frames 1024), largest first, with each capture's
 #        own peak and the process's memory by NVML step by step; PYTORCH_CUDA_ALLOC_CONF as set (TAG names the file).
 # Each step leaves gpu-table-STEP.json, its log and the server's wavs for the ear in $OUT.
@@ -48,7 +52,7 @@ case $step in
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|DH|CM|CL|CX|PM)
+T|E|D|P|H|C|DH|CM|CL|CX|PM|R)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -59,7 +63,10 @@ T|E|D|P|H|C|DH|CM|CL|CX|PM)
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n' > $pack/C.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n' > $pack/CM.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n  buckets:\n    frames: [64, 128, 256, 512]\n' > $pack/CL.yaml
-  if [ "$step" = CL ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CL.yaml"
+  if [ "$step" = R ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_compile_rows.py \
+      --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx --vocab $pack/data/vocab.json \
+      --budget-s $((${MEASURE_S:-540} - 15)) --probe ${VARIANTS:+--variants $VARIANTS} ${ROWS:+--rows $ROWS} --out "$OUT"/gpu-compile-rows.json) 2>&1 | quiet
+  elif [ "$step" = CL ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CL.yaml"
   elif [ "$step" = CX ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml"
   elif [ "$step" = C ] || [ "$step" = CM ]; then measure "--config $pack/$step.yaml"
   elif [ "$step" = E ]; then measure "--config $pack/eager.yaml"
