@@ -121,6 +121,15 @@ def _score(uri: str, sent: list[str], references: list[str], voices: tuple[str |
     return edits / max(1, total), rows
 
 
+def _earlier(path: str, like: list[dict]) -> tuple[float, list[dict]]:
+    """The whole-sentence rows of an earlier run for the same (voice, text) pairs, in ``like``'s order, and their
+    pooled rate."""
+    earlier = {(r["voice"], r["sent"]): r for r in json.loads(Path(path).read_text(encoding="utf-8"))["rows"]["no_cut"]}
+    rows = [earlier[(r["voice"], r["sent"])] for r in like]
+    n = [len(_syllables(r["reference"])) for r in rows]
+    return sum(r["error"] * k for r, k in zip(rows, n, strict=True)) / max(1, sum(n)), rows
+
+
 def paired_difference(ours: list[dict], theirs: list[dict], resamples: int = 20000) -> dict[str, float]:
     """``ours`` minus ``theirs`` in pooled error points, with a paired bootstrap over the texts.
 
@@ -155,6 +164,8 @@ def main() -> int:
                         help="replies: engine.windows overrides for the default server (pad_frames=0,closing_weight=1)")
     parser.add_argument("--more", action="store_true", help="replies: the second dozen too (MORE_REPLIES)")
     parser.add_argument("--third", action="store_true", help="replies: the third and fourth dozen too (THIRD_REPLIES)")
+    parser.add_argument("--whole-from", help="replies: the whole-sentence rows of an earlier run's JSON, this machine "
+                        "(whole renders read no clock: its transcripts repeat to the letter), not heard again")
     parser.add_argument("--voices", nargs="+", default=[None],
                         help="replies: speak them in each of these voices (more syllables, a tighter bound)")
     args = parser.parse_args()
@@ -179,8 +190,11 @@ def main() -> int:
         if args.part in ("both", "replies"):
             rates["cut"], rows["cut"] = _score(ours.uri, replies, replies, tuple(args.voices))
             ours.stop()
-            plain = _server("fasttts-nocut", str(nocut), out / "logs")
-            rates["no_cut"], rows["no_cut"] = _score(plain.uri, replies, replies, tuple(args.voices))
+            if args.whole_from:
+                rates["no_cut"], rows["no_cut"] = _earlier(args.whole_from, rows["cut"])
+            else:
+                plain = _server("fasttts-nocut", str(nocut), out / "logs")
+                rates["no_cut"], rows["no_cut"] = _score(plain.uri, replies, replies, tuple(args.voices))
     finally:
         ours.stop()
         if plain:

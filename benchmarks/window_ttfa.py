@@ -9,6 +9,7 @@ server's with a 95% interval (requests resampled in pairs), and the whole reply'
 the issue's own figure for the default setting (``wyoming-fasttts bench --phases wyoming-bench``).
 
     python benchmarks/window_ttfa.py [--set "" closing_frames=16 right_frames=16,closing_frames=0] [--rounds 4]
+        [--checkout before=/tmp/before]   # also a server from another checkout (git worktree add /tmp/before REV)
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ def main() -> int:
                         help="engine.windows settings to compare, key=value,... each (\"\" = the defaults)")
     parser.add_argument("--rounds", type=int, default=4, help="rounds of the replies (each goes to every server)")
     parser.add_argument("--out", default="out/window-ttfa.json")
+    parser.add_argument("--checkout", nargs="*", default=[],
+                        help="LABEL=PATH: also a server, default settings, from the checkout at PATH (a plan before)")
     args = parser.parse_args()
     logs = Path(tempfile.mkdtemp())
     servers: dict[str, Served] = {}
@@ -50,6 +53,12 @@ def main() -> int:
             cmd = [sys.executable, "-m", "wyoming_fasttts", "serve", "--uri", f"tcp://127.0.0.1:{port}",
                    "--http-uri", "", "--engine", "onnxruntime", "--config", str(config)]
             servers[spec or "defaults"] = start(f"windows{n}", cmd, port, logs)
+        for n, item in enumerate(args.checkout):
+            label, path = item.split("=", 1)
+            port = free_port()
+            cmd = ["env", f"PYTHONPATH={Path(path).resolve()}", sys.executable, "-m", "wyoming_fasttts", "serve",
+                   "--uri", f"tcp://127.0.0.1:{port}", "--http-uri", "", "--engine", "onnxruntime"]
+            servers[label] = start(f"checkout{n}", cmd, port, logs)
         port = free_port()
         servers[PLAIN] = start("plain", baseline_command(load_settings(), port, cuda=False), port, logs)
         for text in REPLIES[:2]:  # warm-up, not counted

@@ -94,6 +94,37 @@ def test_later_windows_norms_see_the_start_pad_where_the_machine_has_the_time() 
     assert all(s.opening == (0, 0) for s in render.spans[1:])
 
 
+def test_the_last_window_spends_the_time_left_on_context_back_to_the_sentence_start_where_it_fits() -> None:
+    """Its audio is the whole render's where it starts at frame 0; where it cannot, it still starts earlier than
+    ``left_frames`` before its own frames. It is never late (the test below), and it leaves the time a next
+    sentence's first window takes: spent on context, that first window came late, a gap between sentences."""
+    total, pad = int(SENTENCE.sum()), int(SENTENCE[0])
+    fast = dataclasses.replace(SETTINGS, frame_ms=2.5)
+    render, signal, calls = _renderer(total)
+    np.testing.assert_allclose(np.concatenate(list(render_windows(render, SENTENCE, fast))), signal, atol=1e-6)
+    assert calls == [(0, pad + SETTINGS.first_frames + SETTINGS.right_frames), (0, total)]
+    assert render.spans[-1] == Span(0, total)  # nothing joined or weighed: the whole render
+    first_window = pad + SETTINGS.first_frames + SETTINGS.right_frames + SETTINGS.closing_frames
+    grown = []
+    longer = np.array([20, *([9] * 24), 30, 12, 4])  # at 5.75 ms its last window starts inside the start pad
+    for sentence, frame_ms in [(SENTENCE, 3.5), (SENTENCE, 5.0), (SENTENCE, 8.0), (longer, 5.75), (LONG, 6.0)]:
+        total = int(sentence.sum())
+        render, signal, calls = _renderer(total)
+        parts = list(render_windows(render, sentence, dataclasses.replace(SETTINGS, frame_ms=frame_ms)))
+        np.testing.assert_allclose(np.concatenate(parts), signal, atol=1e-6)
+        last, own = render.spans[-1], total - len(parts[-1]) // SAMPLES_PER_FRAME
+        assert last.hi == total and last.lo <= own - SETTINGS.left_frames
+        if last.lo == own - SETTINGS.left_frames:
+            continue  # no time to spare: the plain last window
+        grown.append(last.lo)
+        if 0 < last.lo < pad:  # from inside the start pad: its frames are rendered and count for the whole pad
+            assert last.opening == (0, 0) and last.lead * last.lead_weight == pytest.approx(pad)
+        done = sum(s.hi - s.lo + s.closing + s.opening[1] - s.opening[0] for s in render.spans[1:]) * frame_ms / 1000
+        left = (own - pad) * FRAME_SECONDS * SETTINGS.margin - done  # rendering time before the listener runs out
+        assert left >= first_window * frame_ms / 1000
+    assert 0 in grown and any(0 < lo < pad for lo in grown)
+
+
 @pytest.mark.parametrize("frame_ms", [6.0, 8.0, 14.0, 17.0])  # 2 cores with AVX-512 VNNI ~7, without ~13
 @pytest.mark.parametrize("edge_frames", [0, 8])
 def test_no_window_is_late_for_its_listener_at_the_cost_it_is_sized_for(frame_ms: float, edge_frames: int) -> None:

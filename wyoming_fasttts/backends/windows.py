@@ -10,29 +10,32 @@ halves give stage 2's output exactly; a window differs from that by about as muc
 from the float ones (docs/BENCHMARKS.md, "stage 2 in frame windows").
 
 The first window is small: its audio is what the listener waits for. Its instance norms would see only the sentence's
-start, so the sentence's last ``closing_frames`` (the phrase-final syllable drawn out, the closing mark's silence)
-are rendered beside it for the norms alone: over a first window those statistics are what it lacks most (eager
-float32: first part 3.2 -> 2.1 dB from the whole render for 16 frames more, where 16 more of right context gave 3.0,
+start, so the sentence's last ``closing_frames`` (the phrase-final syllable drawn out, the closing mark's silence) are
+rendered beside it for the norms alone: over a first window those statistics are what it lacks most (eager float32:
+first part 3.2 -> 2.1 dB from the whole render for 16 frames more, where 16 more of right context gave 3.0,
 ``benchmarks/window_norms.py``; int8, 8 of them in place of 8 frames of right context: 3.8 -> 3.1 dB,
-``benchmarks/window_vocoder.py``), each counted ``closing_weight`` times (``graphs.norm_weights``). It may render
-only the last ``pad_frames`` of the start pad's silence (~20 frames), each counted for as many of the pad's frames as
-it stands for (the skipped frames' audio is silence, sent as zeros): 12 frames less to wait for and as close to the
-whole render in log-mel distance, but Whisper heard it worse (+0.41 points against +0.17, docs/BENCHMARKS.md, third
-pass), so by default the whole pad is rendered. A later window's norms, over its own frames alone, see speech where
-the whole render's also see the start pad's silence: the Whisper ear's extra errors sat after the first window, not
-in it (docs/BENCHMARKS.md, sixth pass), so each later window renders the start pad's last ``later_pad_frames`` before
-its left context, counted for the whole pad, where the machine has the time (``_pad_if_free``). Each later one is as
-large as can be rendered, at ``frame_ms`` a frame, before the audio already handed over has played out, so a window
-is never late for its listener; what is left once it fits is rendered in one piece. ``frame_ms`` is what this machine
-takes: by default measured once at start-up (the engine's warm-up; a machine without VNNI renders a frame in ~13 ms
-where one with it takes ~6, and windows sized for the faster one left gaps), else the setting, checked against the
-machine (``slow_machine``). A reply's later sentence is rendered while the one before it plays: its plan starts from
-the audio its listener has ahead (``ahead_s``), so it comes whole where that covers it, and in windows that are each
-in time where it does not (rendered whole regardless, it came late: gaps of 1-2 s between sentences on the slower
-machine). The plan reads no clock itself: the same sentence, settings and ``ahead_s`` give the same audio, and a
-sentence its listener waits for (a reply's first) always starts with the same first window. A sentence the scheduler
-renders whole (it had company) differs from its windowed audio by the seams, as the tables in docs/BENCHMARKS.md
-measure.
+``benchmarks/window_vocoder.py``), each counted ``closing_weight`` times (``graphs.norm_weights``). It may render only
+the last ``pad_frames`` of the start pad's silence (~20 frames), each counted for as many of the pad's frames as it
+stands for (the skipped frames' audio is silence, sent as zeros): 12 frames less to wait for and as close to the whole
+render in log-mel distance, but Whisper heard it worse (+0.41 points against +0.17, docs/BENCHMARKS.md, third pass),
+so by default the whole pad is rendered. A later window's norms, over its own frames alone, see speech where the whole
+render's also see the start pad's silence: the Whisper ear's extra errors sat after the first window, not in it
+(docs/BENCHMARKS.md, sixth pass), so each later window renders the start pad's last ``later_pad_frames`` before its
+left context, counted for the whole pad, where the machine has the time (``_pad_if_free``). Each later one is as large
+as can be rendered, at ``frame_ms`` a frame, before the audio already handed over has played out, so a window is never
+late for its listener; what is left once it fits is rendered in one piece, its left context grown by the time left
+before the listener needs it, back to the sentence's start where that fits: then its instance norms see every frame
+and the rest of the sentence is the whole render's audio exactly (``_last_lo``; less the time a next sentence's first
+window needs, else that one came late; the ear on 48 replies, 8 voices: -0.15 points against whole sentences, 95%
+-0.49 to +0.17, docs/BENCHMARKS.md, tenth pass). ``frame_ms`` is what this machine takes: by default measured once at
+start-up (the engine's warm-up; a machine without VNNI renders a frame in ~13 ms where one with it takes ~6, and
+windows sized for the faster one left gaps), else the setting, checked against the machine (``slow_machine``). A
+reply's later sentence is rendered while the one before it plays: its plan starts from the audio its listener has
+ahead (``ahead_s``), so it comes whole where that covers it, and in windows that are each in time where it does not
+(rendered whole regardless, it came late: gaps of 1-2 s between sentences on the slower machine). The plan reads no
+clock itself: the same sentence, settings and ``ahead_s`` give the same audio, and a sentence its listener waits for
+(a reply's first) always starts with the same first window. A sentence the scheduler renders whole (it had company)
+differs from its windowed audio by the seams, as the tables in docs/BENCHMARKS.md measure.
 """
 
 from __future__ import annotations
@@ -113,10 +116,16 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings,
     # wait for it, else from now (the first window's rendering included).
     busy = 0.0
     opening = min(settings.later_pad_frames, speech)  # the start pad's frames a later window's norms see
+    # Rendering time the last window leaves to what follows it (a reply's next sentence starts with a first window
+    # of its own), with the margin least_first_frames allows: spent on the last window's context, it made that first
+    # window late, a gap between two sentences (2 of 48 replies, 54 and 179 ms).
+    reserve = math.ceil(1.25 * _cost(_first_span(speech, speech + (least or 0) + settings.right_frames, total,
+                                                 settings)))
+    lo = 0  # where the next later window's rendering starts: its left context on
     while True:
         hi = total if e >= total else min(total, e + settings.right_frames)
         if s:
-            span = _later_span(max(0, s - settings.left_frames), hi, speech, settings)
+            span = _later_span(lo, hi, speech, settings)
             busy += _cost(span) * per_frame
             part = render(span)[(s - span.lo) * SAMPLES_PER_FRAME:]
         else:
@@ -139,8 +148,10 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings,
         # The next window must be rendered before the listener has heard everything up to ``e``.
         budget = int((((e - speech) * FRAME_SECONDS + ahead_s) * settings.margin - busy) / per_frame)
         rest = total - e
+        lo = max(0, e - settings.left_frames)
         if rest + settings.left_frames + opening <= budget:
             nxt = total
+            lo = _last_lo(lo, total, budget - reserve, speech, opening)
         else:
             nxt = e + max(settings.first_frames, budget - settings.left_frames - settings.right_frames - opening)
             if total - nxt < settings.first_frames:
@@ -184,11 +195,26 @@ def _pad_if_free(settings: WindowSettings) -> WindowSettings:
     return settings if least_first_frames(settings) == least_first_frames(plain) else plain
 
 
+def _last_lo(lo: int, total: int, budget: int, pad: int, opening: int) -> int:
+    """Where the last window's rendering starts: its left context grown by the time the listener leaves it (``budget``
+    frames, less what the next sentence's first window needs), back to the sentence's start where that fits (then
+    its instance norms see every frame and its audio is the whole render's); never less than ``lo``."""
+    if total <= budget:
+        return 0
+    if total - budget < pad:  # from inside the start pad: its frames are rendered, no opening joined
+        return min(lo, total - budget)
+    return min(lo, total - budget + opening)
+
+
 def _later_span(lo: int, hi: int, pad: int, settings: WindowSettings) -> Span:
     """A later window: its left context on, and, for its norms, the start pad's last ``later_pad_frames`` standing
     for all ``pad`` of its frames, as the whole render's norms see them (a later window's own frames are speech; the
-    sentence's statistics also hold the pad's silence)."""
-    opening = min(settings.later_pad_frames, pad) if lo >= pad else 0
+    sentence's statistics also hold the pad's silence). A window starting inside the pad (the last one, grown by
+    ``_last_lo``) renders the pad's last frames itself and counts them for the whole pad; one from 0 is the whole
+    render."""
+    if lo < pad:
+        return Span(lo, hi, lead=pad - lo, lead_weight=pad / (pad - lo)) if lo else Span(0, hi)
+    opening = min(settings.later_pad_frames, pad)
     return Span(lo, hi, lead=opening, lead_weight=pad / opening if opening else 1.0,
                 opening=(pad - opening, pad) if opening else (0, 0))
 
