@@ -119,7 +119,7 @@ def render_windows(render: Render, frames: np.ndarray, settings: WindowSettings,
     # Rendering time the last window leaves to what follows it (a reply's next sentence starts with a first window
     # of its own), with the margin least_first_frames allows: spent on the last window's context, it made that first
     # window late, a gap between two sentences (2 of 48 replies, 54 and 179 ms).
-    reserve = math.ceil(1.25 * _cost(_first_span(speech, speech + (least or 0) + settings.right_frames, total,
+    reserve = math.ceil(1.25 * _cost(_first_span(speech, speech + least + settings.right_frames, total,
                                                  settings)))
     lo = 0  # where the next later window's rendering starts: its left context on
     while True:

@@ -123,6 +123,9 @@ class _Rules:
                         r"(?:\s*[-—]\s*(\d{4}))?(?![\d.])"),
              lambda m: m[1].replace("/", " ") + "点".join(_read_code(p) for p in m[2].split("."))
              + ("杠" + digits(m[3]) if m[3] else "")),
+            # & between two words is 和 (张三&李四, AT&T); inside an address, read above, it is named like its other
+            # symbols (address_symbols), so this comes after the address rules.
+            (re.compile(r"\s*&\s*"), lambda m: "和"),
             # A space between a number and the word after it (2 小时, 2026 年, 2-4 天, as LLM replies write; NFKC made
             # U+3000 and NBSP plain spaces) is never said: dropping it once here lets every rule that reads the word
             # after a number (年 after a year, a measure word that takes 两, a range's far end) see that word.
@@ -405,7 +408,7 @@ class _Rules:
         digits as a code, each symbol by its name; nothing of it is left unsaid."""
         symbols = self.address_symbols
         parts = re.findall("://|[A-Za-z]+|\\d+|.", m[0])
-        said = [digits(p, one="幺") if p.isdigit() else p if p.isascii() and p.isalpha() else symbols.get(p, p)
+        said = [_read_code(p) if p.isdigit() else p if p.isascii() and p.isalpha() else symbols.get(p, p)
                 for p in parts]
         return "".join(said)
 

@@ -1137,6 +1137,9 @@ def test_addresses_and_standards_are_said_as_typed() -> None:
     assert normalize("详见 https://www.home-assistant.io/integrations/wyoming/。") == (
         "详见https冒号双斜杠www点home杠assistant点io斜杠integrations斜杠wyoming斜杠。")
     assert normalize("报告已发送到 user_01@qq.com。") == "报告已发送到user下划线零幺艾特qq点com。"
+    # & inside an address is one of its symbols: the address goes on after it, its digits still a code.
+    assert normalize("调用 http://ha.local:8123/api?a=1&b=1 试试") == (
+        "调用http冒号双斜杠ha点local冒号八幺二三斜杠api问号a等于幺和b等于幺试试")
     assert normalize("请检查 configuration.yaml 文件") == "请检查configuration点yaml文件"
     assert normalize("照片 IMG_2031.JPG 已备份") == "照片IMG下划线二零三幺点JPG已备份"
     assert normalize("网关 http://192.168.1.1 无响应") == "网关http冒号双斜杠幺九二点幺六八点幺点幺无响应"
