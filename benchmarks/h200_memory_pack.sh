@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Here (the CPU machine), for the device-memory session (issue 13, fifth pass; benchmarks/h200_memory.sh there):
-# packs what the H200 lacks into one tar.xz split into 58 MiB chunks, each carried by one device call.
+# packs what the H200 lacks into one tar.xz split into 50 MiB chunks (one chunk and the tree must fit the 64 MiB a call carries), each carried by one device call.
 #   .gpu/code        a copy of the code under test (this worktree, tracked files as they are now)
 #   .gpu/inputs.json the ids our server sends for the benchmark sentence (gpu_table.py prepare)
 #   .gpu/cN/chunk.N  the pack: site/ (the text front end, msgspec, zeroconf, kokoro, loguru; onnxruntime-gpu
@@ -32,7 +32,7 @@ cp "$data/kokoro-v1.0.int8.onnx" "$data/vocab.json" "$work/stage/data/" && cp "$
    find data -type f | sort; find site -mindepth 1 -maxdepth 1 -name 'onnxruntime*' | xargs -I{} find {} -type f; } \
    > "$work/list" && tar -cf - --no-recursion -T "$work/list") | xz -6 -T2 > "$work/all.tar.xz"
 sha256sum "$work/all.tar.xz" | cut -c1-64 > "$root/.gpu/all.sha"
-(cd "$work" && rm -f chunk.* && split -b 58M -d -a 1 all.tar.xz chunk.)
+(cd "$work" && rm -f chunk.* && split -b 50M -d -a 1 all.tar.xz chunk.)
 for c in "$work"/chunk.*; do n=${c##*.}; mkdir -p "$root/.gpu/c$n"; mv "$c" "$root/.gpu/c$n/"; done
 mkdir -p "$root/.gpu/code" && (cd "$here" && git ls-files -z | xargs -0 cp --parents -t "$root/.gpu/code")
 (cd "$here" && PYTHONPATH=. "$venv/bin/python" benchmarks/gpu_table.py prepare --out "$root/.gpu/inputs.json")

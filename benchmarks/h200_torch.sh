@@ -31,6 +31,8 @@
 #        (thirteenth pass; gpu-compile-rows.json, MEASURE_S bounds it, VARIANTS and ROWS pick settings and rows);
 #   PM:  (after CM) P's pool report for CM's engine (fused fp16, batch_frames 1024), largest first, with each capture's
 #        own peak and the process's memory by NVML step by step; PYTORCH_CUDA_ALLOC_CONF as set (TAG names the file).
+# Since the fourteenth pass the compiled steps (C, CM, CL, CX, PM) run calls of one row on eager kernels
+# (engine.torch_eager_rows, default 1); a config with torch_eager_rows: 0 gives the earlier passes' engine.
 # Each step leaves gpu-table-STEP.json, its log and the server's wavs for the ear in $OUT.
 # usage (from the checkout's root): bash benchmarks/h200_torch.sh STEP   (.gpu/code is not needed: the tree travels)
 set -uo pipefail

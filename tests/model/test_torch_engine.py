@@ -97,3 +97,26 @@ def test_without_cuda_the_engine_says_so() -> None:
     settings = load_settings(overrides={"engine.backend": "torch-cuda"})
     with pytest.raises(EngineError, match="no CUDA device"):
         create_engine(settings, ensure_assets(settings.assets))
+
+
+def test_a_compiled_engine_renders_one_row_on_eager_kernels(setup) -> None:
+    """``engine.torch_eager_rows``: with inductor on, a call of one row runs the eager stages, so dynamo never
+    traces it (no compile spent on a specialised row of one) and its audio is the sentence's alone."""
+    from torch._dynamo.utils import counters
+
+    from wyoming_fasttts.export import reference as ref
+
+    engine, reference, items = setup
+    assets = ensure_assets(load_settings(overrides=SMALL).assets)
+    kmodel = ref.build_kmodel(assets.model, load_vocab(assets.vocab), deterministic=True)
+    compiled = TorchGraphEngine(ref.BatchedDurations(kmodel), ref.BatchedVocoder(kmodel, "fp32"),
+                                buckets=engine.buckets, tail_frames=0, device="cpu", compile=True, graphs=False,
+                                eager_rows=1)
+    assert "eager kernels at 1 row" in compiled.replay
+    counters.clear()
+    torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))  # the counter sees a compile where there is one
+    assert counters["frames"]["total"] == 1
+    item = items[SHORT[1][0]]
+    [(audio, frames)] = compiled.synthesize_batch([item])
+    assert counters["frames"]["total"] == 1
+    _same_as_alone(reference, item, audio, frames)

@@ -17,8 +17,11 @@ every other GPU engine, and doctor holds its audio to the CPU reference the same
 * every tensor has one flat device buffer sized for its largest bucket, and each shape views its start;
   stage 2 reads stage 1's d, t_en and style where they lie;
 * ``compile`` (``engine.torch_compile``): both stages compiled by inductor once, with dynamic shapes, so the
-  85 bucket shapes share one compile (sizes of one row are specialised, a second compile; each LSTM is a graph
-  break, dynamo does not trace RNNs, so it runs as PyTorch's own kernel between fused parts);
+  bucket shapes share one compile (each LSTM is a graph break, dynamo does not trace RNNs, so it runs as
+  PyTorch's own kernel between fused parts). Calls of up to ``eager_rows`` rows (``engine.torch_eager_rows``)
+  keep eager kernels: at one row inductor's dynamic-shape kernels lost to cuDNN's (36.5 against 22.8 ms a
+  sentence, fp16; fusion pays where rows multiply the elementwise work), and a row of one, which dynamo
+  specialises, would cost a second compile;
 * ``graphs`` (on CUDA): each shape's stage captured once into one memory pool shared by every shape, its
   outputs copied inside the graph into the flat output buffers (outside the pool), so that a capture's
   intermediates are free for the next capture to reuse. That is safe because replays never overlap (one lock,
@@ -81,7 +84,7 @@ class TorchGraphEngine:
     slots = 1
 
     def __init__(self, stage1: torch.nn.Module, stage2: torch.nn.Module, *, buckets: Buckets, tail_frames: int,
-                 device: str = "cuda:0", compile: bool = True, graphs: bool = True,
+                 device: str = "cuda:0", compile: bool = True, graphs: bool = True, eager_rows: int = 0,
                  name: str = "torch-cuda") -> None:
         self.name, self.buckets, self.tail_frames = name, buckets, tail_frames
         self.max_batch = buckets.rows[-1]
@@ -90,13 +93,14 @@ class TorchGraphEngine:
         self.device = str(self._device)
         self.graphs = graphs and cuda
         self.compiled = compile
+        self.eager_rows = eager_rows if compile else 0
         self._lock = threading.Lock()
         self._device_index = (self._device.index or 0) if cuda else None
         self._used_before = None if self._device_index is None else device_used_bytes(self._device_index)
         stage1, stage2 = stage1.to(self._device).eval(), stage2.to(self._device).eval()
         self.weights_bytes = _unique_bytes(stage1, stage2)
-        self._module1: Callable[..., Any] = _compiled(stage1) if compile else stage1
-        self._module2: Callable[..., Any] = _compiled(stage2) if compile else stage2
+        self._eager = (stage1, stage2)
+        self._compiled = (_compiled(stage1), _compiled(stage2)) if compile else self._eager
         self.shapes1, self.shapes2 = buckets.stage1_shapes(), buckets.stage2_shapes()
         all_dims = [tensor_dims(b, t, 1) for b, t in self.shapes1] + [tensor_dims(*s) for s in self.shapes2]
         largest = {k: max(int(np.prod(d[k])) for d in all_dims) for k in TENSOR_DTYPES}
@@ -117,6 +121,8 @@ class TorchGraphEngine:
     def replay(self) -> str:
         """How the stages run, for logs and doctor."""
         how = "inductor-compiled" if self.compiled else "eager"
+        if self.eager_rows:
+            how += f" (eager kernels at {self.eager_rows} row{'s' if self.eager_rows > 1 else ''} or fewer)"
         return (f"{how}, {'one CUDA graph per shape in one pool' if self.graphs else 'no CUDA graphs'}; "
                 f"{len(self.shapes1)} + {len(self.shapes2)} bucket shapes")
 
@@ -134,8 +140,9 @@ class TorchGraphEngine:
         """One stage at ``shape`` ((rows, tokens) for stage 1, (rows, tokens, frames) for stage 2), reading and
         writing the flat buffers' views: what a graph captures and what runs where there are no graphs."""
         dims = tensor_dims(shape[0], shape[1], shape[2] if len(shape) == 3 else 1)
-        module, inputs, outputs = ((self._module2, STAGE2_INPUTS, STAGE2_OUTPUTS) if len(shape) == 3
-                                   else (self._module1, STAGE1_INPUTS, STAGE1_OUTPUTS))
+        modules = self._eager if shape[0] <= self.eager_rows else self._compiled
+        module, inputs, outputs = ((modules[1], STAGE2_INPUTS, STAGE2_OUTPUTS) if len(shape) == 3
+                                   else (modules[0], STAGE1_INPUTS, STAGE1_OUTPUTS))
         feeds = [self._view(k, dims[k]) for k in inputs]
         targets = [self._view(k, dims[k]) for k in outputs]
 
@@ -313,4 +320,4 @@ def create_torch_engine(settings: Settings, assets: ModelAssets, device: str | N
                                  rows=chosen.rows, tokens=chosen.tokens, frames=chosen.frames)
     cuda = device.startswith("cuda")
     return TorchGraphEngine(stage1, stage2, buckets=buckets, tail_frames=eng.tail_frames, device=device,
-                            compile=eng.torch_compile and cuda, graphs=cuda)
+                            compile=eng.torch_compile and cuda, graphs=cuda, eager_rows=eng.torch_eager_rows)
