@@ -1,0 +1,142 @@
+"""The server's host-side ceiling: our real server (text front end, Wyoming, scheduler) in front of a stand-in
+engine that takes a fixed time per call, so what is left is the host's share of a request (issue 13).
+
+Why. On the GPU, a batch of 8 sentences costs the GPU ~24 ms as graphs (docs/BENCHMARKS.md, fourteenth pass), so
+16 clients in turn could get ~330 QPS, but the server served 190-239. Whether the rest is the host's per-request
+work or the in-process load clients of ``gpu_table.py`` sharing the server's event loop can be asked without a
+GPU: the stand-in returns real audio (the sentence's, rendered once by the CPU engine) after sleeping
+``--base-ms`` + ``--row-ms`` per row, the GIL released as it is while a CUDA call waits, with the GPU engines'
+``slots`` (1) and ``max_batch`` (16). Load levels run with the clients in this process (as ``gpu_table.py``
+does), then in a child process (as real clients are).
+
+    python benchmarks/host_ceiling.py [--base-ms 15 --row-ms 1.5] [--clients 1,4,16] [--requests 256] [--out F]
+    bash benchmarks/h200_torch.sh HC      # on the GPU machine, its host (the pack's data, no GPU used)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import multiprocessing as mp
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from wyoming_fasttts.backends.base import EngineMemory
+from wyoming_fasttts.backends.memory import process_rss_bytes
+from wyoming_fasttts.bench.load import load, one
+from wyoming_fasttts.bench.report import summary_ms
+from wyoming_fasttts.bench.run import WELCOME
+from wyoming_fasttts.bench.servers import free_port
+from wyoming_fasttts.config import load_settings
+from wyoming_fasttts.core import SynthesisItem
+from wyoming_fasttts.voices import VoiceBank
+
+
+class StandIn:
+    """A GPU engine's shape (one call at a time, batches up to 16) with a fixed cost per call; ``audio`` by
+    phoneme count (one sentence is all it is asked for)."""
+
+    name, device, slots, max_batch = "stand-in", "none", 1, 16
+
+    def __init__(self, audio: dict[int, np.ndarray], base_s: float, row_s: float) -> None:
+        self.audio, self.base_s, self.row_s = audio, base_s, row_s
+        self.batches: collections.Counter[int] = collections.Counter()
+
+    def warmup(self) -> None:
+        pass
+
+    def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
+        self.batches[len(items)] += 1
+        time.sleep(self.base_s + self.row_s * len(items))
+        return [self.audio[len(item)].copy() for item in items]
+
+    def memory(self) -> EngineMemory:
+        return EngineMemory(host_rss_bytes=process_rss_bytes())
+
+    def close(self) -> None:
+        pass
+
+
+def _child(uri: str, clients: int, requests: int, queue: mp.Queue) -> None:
+    result = asyncio.run(load(uri, WELCOME, clients, requests))
+    queue.put((result.qps, [s.latency_s for s in result.samples]))
+
+
+async def _child_load(uri: str, clients: int, requests: int) -> tuple[float, list[float]]:
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_child, args=(uri, clients, requests, queue))
+    proc.start()
+    result = await asyncio.to_thread(queue.get)
+    proc.join()
+    return result
+
+
+async def measure(args: argparse.Namespace) -> dict:
+    from wyoming_fasttts.server.app import start_wyoming
+    from wyoming_fasttts.server.runtime import build_runtime
+
+    uri = f"tcp://127.0.0.1:{free_port()}"
+    overrides = {"engine.backend": "onnxruntime", "server.uri": uri, "server.http_uri": ""}
+    if args.data_dir:  # the GPU machine: the data carried in the pack (benchmarks/h200_torch.sh HC)
+        overrides |= {"assets.data_dir": args.data_dir, "assets.model_path": args.model}
+    settings = load_settings(None, overrides)
+    runtime = await build_runtime(settings)
+    voices = VoiceBank(runtime.assets)
+    items = [SynthesisItem(s.ids, voices.style(settings.voice.default, len(s.ids)))
+             for s in await asyncio.to_thread(runtime.synth.sentences, WELCOME)]
+    audio = dict(zip(map(len, items), await asyncio.to_thread(runtime.engine.run, items), strict=True))
+    stand_in = StandIn(audio, args.base_ms / 1e3, args.row_ms / 1e3)
+    await asyncio.to_thread(runtime.scheduler.swap_engine(stand_in).wait)  # the CPU engine closed
+    server = await start_wyoming(runtime)
+    report: dict = {"machine": platform.node(), "cpus": mp.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M"),
+                    "text": WELCOME, "base_ms": args.base_ms, "row_ms": args.row_ms, "levels": []}
+    try:
+        for _ in range(10):
+            await one(uri, WELCOME)
+        for where in ("in-process", "child process"):
+            for clients in (int(c) for c in args.clients.split(",")):
+                stand_in.batches.clear()
+                requests = max(args.requests, 2 * clients)
+                if where == "in-process":
+                    result = await load(uri, WELCOME, clients, requests)
+                    qps, latencies = result.qps, [s.latency_s for s in result.samples]
+                else:
+                    qps, latencies = await _child_load(uri, clients, requests)
+                row = {"clients": clients, "where": where, "qps": qps, **summary_ms(latencies),
+                       "batches": dict(stand_in.batches.most_common())}
+                report["levels"].append(row)
+                print(f"{where} c={clients}: {qps:.1f} QPS, p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms, "
+                      f"batches {row['batches']}", flush=True)
+    finally:
+        server.close()
+        await runtime.scheduler.stop(timeout=10)
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base-ms", type=float, default=15.0, help="the stand-in's cost per call")
+    parser.add_argument("--row-ms", type=float, default=1.5, help="and per row")
+    parser.add_argument("--clients", default="1,4,16")
+    parser.add_argument("--requests", type=int, default=256, help="timed requests per level")
+    parser.add_argument("--data-dir", help="assets.data_dir, where the data is not fetched (the GPU machine)")
+    parser.add_argument("--model", help="assets.model_path, with --data-dir")
+    parser.add_argument("--out", help="the report as JSON")
+    args = parser.parse_args()
+    report = asyncio.run(measure(args))
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=1, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
