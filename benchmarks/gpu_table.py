@@ -106,7 +106,7 @@ async def _wavs(uri: str, out: Path) -> None:
 async def _with_server(args: argparse.Namespace, eager: Eager, text: str, report: dict) -> None:
     """Our server in this process; one-shot requests alternate with eager runs, then the load levels."""
     from wyoming_fasttts.backends.memory import Nvml
-    from wyoming_fasttts.bench.load import load, one
+    from wyoming_fasttts.bench.load import BatchLog, load, one
     from wyoming_fasttts.bench.servers import free_port
     from wyoming_fasttts.server.app import start_wyoming
     from wyoming_fasttts.server.runtime import build_runtime
@@ -117,7 +117,8 @@ async def _with_server(args: argparse.Namespace, eager: Eager, text: str, report
     nvml = Nvml.open(settings.engine.device_id)
     before = (nvml.read()[3] or 0) if nvml is not None else 0
     started = time.perf_counter()
-    runtime = await build_runtime(settings)
+    batches = BatchLog()
+    runtime = await build_runtime(settings, observer=batches)
     report["server_start_s"] = round(time.perf_counter() - started, 1)
     if nvml is not None:  # what the server added to this process (eager's model and context came before)
         report["server_gpu_mib"] = round(((nvml.read()[3] or 0) - before) / 2**20, 1)
@@ -131,6 +132,7 @@ async def _with_server(args: argparse.Namespace, eager: Eager, text: str, report
             await _wavs(uri, Path(args.wavs))
         for _ in range(args.warmup):
             await one(uri, text)
+        batches.take()
         eager.reset_peak()
         ours, eager_s, eager_audio = [], [], []
         deadline = time.monotonic() + args.budget_s
@@ -143,13 +145,14 @@ async def _with_server(args: argparse.Namespace, eager: Eager, text: str, report
         report["rows"]["PyTorch eager fp32 (model.reference)"] = {**_row(eager_s, eager_audio),
                                                                    "peak_alloc_mib": eager.peak_mib()}
         report["rows"][name] = {**_row([s.latency_s for s in ours], [s.audio_s for s in ours]),
-                                "engine": runtime.scheduler.engine.name}
+                                "engine": runtime.scheduler.engine.name, "batches": batches.take()}
         if nvml is not None:
             report["process_gpu_mib"] = round((nvml.read()[3] or 0) / 2**20, 1)
         report["load"] = []
         for clients in (int(c) for c in args.concurrency.split(",") if c):
+            batches.take()
             result = await load(uri, text, clients, max(args.requests, 2 * clients))
-            report["load"].append(load_row(result))
+            report["load"].append({**load_row(result), "batches": batches.take()})
             print(f"c={clients}: {report['load'][-1]}", flush=True)
     finally:
         server.close()
@@ -187,7 +190,9 @@ def measure(args: argparse.Namespace) -> None:
     print("\n".join(md_table(f"{report.get('gpu', args.device)}, {inputs['text']}",
                               ["row", "runs", "mean ± std ms", "p50", "p95", "p99", "RTF", "peak alloc MiB"], rows)))
     for row in report.get("load", []):
-        print(f"c={row['clients']}: {row['qps']:.1f} QPS, p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms")
+        sizes = ", ".join(f"{k} x{v['batches']} ({v['engine_p50_ms']:.1f} ms)" for k, v in row["batches"].items())
+        print(f"c={row['clients']}: {row['qps']:.1f} QPS, p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms; "
+              f"batches by size (engine p50): {sizes}")
     for key in ("replay", "server_start_s", "server_gpu_mib", "before_server_gpu_mib", "process_gpu_mib"):
         if key in report:
             print(f"{key}: {report[key]}")

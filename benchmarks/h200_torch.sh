@@ -31,6 +31,8 @@
 #        (thirteenth pass; gpu-compile-rows.json, MEASURE_S bounds it, VARIANTS and ROWS pick settings and rows);
 #   PM:  (after CM) P's pool report for CM's engine (fused fp16, batch_frames 1024), largest first, with each capture's
 #        own peak and the process's memory by NVML step by step; PYTORCH_CUDA_ALLOC_CONF as set (TAG names the file).
+#   CE:  (a fresh machine: U0 first) unpack, then CM with frames [64, 128, 192, 256, 512] (CL's lean list, but the
+#        benchmark sentence's 139 frames still pad to 192) and expandable segments: the 1.5 GB goal, fourteenth pass;
 #   HC:  (a fresh machine: U0 first) unpack, then benchmarks/host_ceiling.py: the server before a stand-in engine of
 #        fixed cost, clients in the process and in a child: the GPU host's own ceiling (no GPU used);
 # Since the fourteenth pass the compiled steps (C, CM, CL, CX, PM) run calls of one row on eager kernels
@@ -56,7 +58,7 @@ case $step in
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|DH|CM|CL|CX|PM|R|HC)
+T|E|D|P|H|C|DH|CM|CL|CX|CE|PM|R|HC)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -67,6 +69,7 @@ T|E|D|P|H|C|DH|CM|CL|CX|PM|R|HC)
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n' > $pack/C.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n' > $pack/CM.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n  buckets:\n    frames: [64, 128, 256, 512]\n' > $pack/CL.yaml
+  printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n  buckets:\n    frames: [64, 128, 192, 256, 512]\n' > $pack/CE.yaml
   if [ "$step" = R ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_compile_rows.py \
       --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx --vocab $pack/data/vocab.json \
       --budget-s $((${MEASURE_S:-540} - 15)) --probe ${VARIANTS:+--variants $VARIANTS} ${ROWS:+--rows $ROWS} --out "$OUT"/gpu-compile-rows.json) 2>&1 | quiet
@@ -74,6 +77,7 @@ T|E|D|P|H|C|DH|CM|CL|CX|PM|R|HC)
       --data-dir $pack/data --model $pack/data/kokoro-v1.0.int8.onnx --out "$OUT"/host-ceiling.json) 2>&1 | quiet
   elif [ "$step" = CL ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CL.yaml"
   elif [ "$step" = CX ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml"
+  elif [ "$step" = CE ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CE.yaml"
   elif [ "$step" = C ] || [ "$step" = CM ]; then measure "--config $pack/$step.yaml"
   elif [ "$step" = E ]; then measure "--config $pack/eager.yaml"
   elif [ "$step" = H ]; then measure "--config $pack/fp16.yaml"

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import collections
 import json
 import multiprocessing as mp
 import platform
@@ -32,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wyoming_fasttts.backends.base import EngineMemory
 from wyoming_fasttts.backends.memory import process_rss_bytes
-from wyoming_fasttts.bench.load import load, one
+from wyoming_fasttts.bench.load import BatchLog, load, one
 from wyoming_fasttts.bench.report import summary_ms
 from wyoming_fasttts.bench.run import WELCOME
 from wyoming_fasttts.bench.servers import free_port
@@ -49,13 +48,11 @@ class StandIn:
 
     def __init__(self, audio: dict[int, np.ndarray], base_s: float, row_s: float) -> None:
         self.audio, self.base_s, self.row_s = audio, base_s, row_s
-        self.batches: collections.Counter[int] = collections.Counter()
 
     def warmup(self) -> None:
         pass
 
     def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
-        self.batches[len(items)] += 1
         time.sleep(self.base_s + self.row_s * len(items))
         return [self.audio[len(item)].copy() for item in items]
 
@@ -90,7 +87,8 @@ async def measure(args: argparse.Namespace) -> dict:
     if args.data_dir:  # the GPU machine: the data carried in the pack (benchmarks/h200_torch.sh HC)
         overrides |= {"assets.data_dir": args.data_dir, "assets.model_path": args.model}
     settings = load_settings(None, overrides)
-    runtime = await build_runtime(settings)
+    batches = BatchLog()
+    runtime = await build_runtime(settings, observer=batches)
     voices = VoiceBank(runtime.assets)
     items = [SynthesisItem(s.ids, voices.style(settings.voice.default, len(s.ids)))
              for s in await asyncio.to_thread(runtime.synth.sentences, WELCOME)]
@@ -105,7 +103,7 @@ async def measure(args: argparse.Namespace) -> dict:
             await one(uri, WELCOME)
         for where in ("in-process", "child process"):
             for clients in (int(c) for c in args.clients.split(",")):
-                stand_in.batches.clear()
+                batches.take()
                 requests = max(args.requests, 2 * clients)
                 if where == "in-process":
                     result = await load(uri, WELCOME, clients, requests)
@@ -113,10 +111,10 @@ async def measure(args: argparse.Namespace) -> dict:
                 else:
                     qps, latencies = await _child_load(uri, clients, requests)
                 row = {"clients": clients, "where": where, "qps": qps, **summary_ms(latencies),
-                       "batches": dict(stand_in.batches.most_common())}
+                       "batches": batches.take()}
                 report["levels"].append(row)
                 print(f"{where} c={clients}: {qps:.1f} QPS, p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms, "
-                      f"batches {row['batches']}", flush=True)
+                      f"batches {({k: v['batches'] for k, v in row['batches'].items()})}", flush=True)
     finally:
         server.close()
         await runtime.scheduler.stop(timeout=10)

@@ -8,7 +8,9 @@ that whatever else the machine is doing slows both alike and the ratios stay mea
 from __future__ import annotations
 
 import asyncio
+import statistics
 import time
+from collections import defaultdict
 from dataclasses import dataclass
 
 from ..client import say
@@ -34,6 +36,32 @@ class Sample:
     def rtf(self) -> float:
         """Real-time factor: time to synthesise over the duration of the audio returned."""
         return self.latency_s / self.audio_s
+
+
+class BatchLog:
+    """The scheduler's batches, for a server run in the benchmark's own process (``build_runtime``'s observer):
+    what a load level's throughput is made of, batch sizes and the engine's time for each."""
+
+    def __init__(self) -> None:
+        self._batches: list[tuple[int, float]] = []
+
+    def batch_done(self, engine: str, size: int, seconds: float, audio_seconds: float) -> None:
+        self._batches.append((size, seconds))  # a worker thread's; list.append is atomic
+
+    def batch_failed(self, engine: str, size: int, error: BaseException) -> None:
+        self._batches.append((size, float("nan")))
+
+    def queue_depth(self, depth: int) -> None:
+        pass
+
+    def take(self) -> dict[str, dict[str, float]]:
+        """Since the last take, per batch size: how many batches and the engine's p50 ms for them."""
+        batches, self._batches = self._batches, []
+        by_size: dict[int, list[float]] = defaultdict(list)
+        for size, seconds in batches:
+            by_size[size].append(seconds)
+        return {str(size): {"batches": len(times), "engine_p50_ms": statistics.median(times) * 1e3}
+                for size, times in sorted(by_size.items())}
 
 
 async def one(uri: str, text: str, stream: bool = False) -> Sample:
