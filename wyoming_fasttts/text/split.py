@@ -6,6 +6,9 @@ import itertools
 import re
 
 _SENTENCE_END = "。！？"
+# Where a streamed sentence ends (``SentenceBuffer``): a full-width mark or a line break, or ASCII ! ? before a space
+# or a character that is not ASCII.
+_STREAM_END = re.compile(r"[。！？\n]|[!?](?=\s|[^\x00-\x7f])")
 _CLAUSE = "，"
 # Characters of a number's reading (二十三点五, 两百万, 幺三九): a first chunk never ends inside or right after
 # one, so a number is never split from its digits or from the measure word or unit that follows it.
@@ -112,14 +115,19 @@ def _word_cut(piece: str, target: int, limit: int) -> int | None:
 
 
 class SentenceBuffer:
-    """Collects streamed text chunks; hands out each sentence once its end mark has arrived."""
+    """Collects streamed text chunks; hands out each sentence once its end mark has arrived.
+
+    A full-width end mark (。！？) or a line break ends a sentence where it stands. An ASCII ``!`` or ``?`` ends one
+    only once the next character has come and is a space or not ASCII (``真的吗?好的``, ``Ready? 好``): inside an
+    address it is part of what is read as typed (``http://nas.local/a?id=3``), and cutting there would read each
+    half as text of its own. So a chunk that ends in ``?`` waits for the next chunk or the stream's end."""
 
     def __init__(self) -> None:
         self._text = ""
 
     def add(self, chunk: str) -> list[str]:
         self._text += chunk
-        cut = max(self._text.rfind(m) for m in _SENTENCE_END + "!?\n")
+        cut = max((m.start() for m in _STREAM_END.finditer(self._text)), default=-1)
         if cut < 0:
             return []
         done, self._text = self._text[: cut + 1], self._text[cut + 1 :]

@@ -1,10 +1,11 @@
-"""Where a reply is cut so its first audio comes early (issue 15): word boundaries, numbers whole, nothing lost."""
+"""Where a reply is cut so its first audio comes early (issue 15): word boundaries, numbers whole, nothing lost;
+and where a streamed reply is cut into sentences."""
 
 from __future__ import annotations
 
 import pytest
 
-from wyoming_fasttts.text import normalize, split_sentences
+from wyoming_fasttts.text import SentenceBuffer, normalize, split_sentences
 
 LIMIT = 12
 REPLIES = [
@@ -58,3 +59,24 @@ def test_short_pieces_and_disabled_cuts_are_left_alone():
     # a first sentence no longer than the limit is one engine call, not two with a pause between
     assert _pieces("欢迎使用语音合成系统。请说出您的指令。")[0] == "欢迎使用语音合成系统。"
     assert split_sentences(normalize(REPLIES[0]), max_chars=80)[0] == "洗衣机已经完成了本次的洗涤程序。"
+
+
+STREAMED = "请打开 http://nas.local/cam?id=3&t=10 查看。真的吗?好的! Ready? 再见"
+
+
+@pytest.mark.parametrize("at", range(1, len(STREAMED)))
+def test_a_streamed_address_is_never_cut_at_its_question_mark(at):
+    """Wherever an LLM's stream splits the reply in two chunks, the address reaches one sentence whole and the
+    sentences join back to the reply."""
+    buffer = SentenceBuffer()
+    sentences = buffer.add(STREAMED[:at]) + buffer.add(STREAMED[at:]) + buffer.flush()
+    assert "".join(sentences) == STREAMED
+    assert next(s for s in sentences if "nas.local" in s).count("http://nas.local/cam?id=3&t=10") == 1
+
+
+def test_streamed_sentences_end_at_ascii_marks_once_the_next_character_shows_it():
+    buffer = SentenceBuffer()
+    assert buffer.add("真的吗?") == []  # an address could go on
+    assert buffer.add("好的! Ready?") == ["真的吗?好的!"]
+    assert buffer.add(" 再见") == [" Ready?"]
+    assert buffer.flush() == [" 再见"]
