@@ -37,7 +37,9 @@ sentence 23.2 ms (0.43x eager), 109 QPS at 16 clients, 18 s to start; compiled, 
 clients (6.4x one client's), 490 s to start. Hence ``engine.torch_compile`` is off by default. With
 ``engine.precision: fp16`` as well (2026-12-04, two runs): 207 and 241 QPS at 16 clients (7.4x, 8.7x), p99 under 3x
 one sentence's 36.5 ms, 2.9 GiB: the setting for a server that batches, not for one voice satellite; with
-``engine.batch_frames: 1024`` too, 198-207 QPS in 1.9 GiB (tenth pass).
+``engine.batch_frames: 1024`` too, 198-207 QPS in 1.9 GiB (tenth pass). With a row of one on eager kernels
+(``eager_rows``; an H100, 2026-12-05, fourteenth pass): a lone sentence 23.9-24.8 ms (stage 2 at one row 12.0 ms
+replayed, against 37.5 fused in the same process), 16 clients 190-239 QPS, as the fused engine had on the H200.
 
 Torch, kokoro and transformers come with the ``torch`` extra (``export``'s packages); nothing imports this
 module unless ``engine.backend`` is ``torch-cuda``.
