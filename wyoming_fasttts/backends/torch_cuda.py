@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -321,5 +322,10 @@ def create_torch_engine(settings: Settings, assets: ModelAssets, device: str | N
     buckets = Buckets.for_limits(settings.scheduler.max_batch, eng.max_tokens, eng.max_frames, eng.batch_frames,
                                  rows=chosen.rows, tokens=chosen.tokens, frames=chosen.frames)
     cuda = device.startswith("cuda")
+    if eng.torch_compile and cuda:
+        # Inductor's kernels beside the TensorRT plans (engine_dir), not in /tmp where they are lost with a
+        # reboot: a restart that found them started in 96-122 s instead of 337 (an H100, 2026-12-05,
+        # docs/BENCHMARKS.md, fourteenth pass). A TORCHINDUCTOR_CACHE_DIR the user set wins.
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(eng.engine_path / "inductor"))
     return TorchGraphEngine(stage1, stage2, buckets=buckets, tail_frames=eng.tail_frames, device=device,
                             compile=eng.torch_compile and cuda, graphs=cuda, eager_rows=eng.torch_eager_rows)
