@@ -35,6 +35,9 @@
 #        benchmark sentence's 139 frames still pad to 192) and expandable segments: the 1.5 GB goal, fourteenth pass;
 #   HC:  (a fresh machine: U0 first) unpack, then benchmarks/host_ceiling.py: the server before a stand-in engine of
 #        fixed cost, clients in the process and in a child: the GPU host's own ceiling (no GPU used);
+#   IC:  (after a compiled step, same machine) inductor's cache as inductor.tar.xz.N parts of 15 MiB: kept here under
+#        .gpu/ic/ and carried (with any call before the compiled step), a fresh machine's compiled step starts with
+#        it (the fourteenth pass: 337 s to start without, 96-122 s with);
 # Since the fourteenth pass the compiled steps (C, CM, CL, CX, PM) run calls of one row on eager kernels
 # (engine.torch_eager_rows, default 1); a config with torch_eager_rows: 0 gives the earlier passes' engine.
 # Each step leaves gpu-table-STEP.json, its log and the server's wavs for the ear in $OUT.
@@ -43,8 +46,9 @@ set -uo pipefail
 step=$1 pack=/opt/pack root=$PWD code=$PWD  # the working tree travels with every call
 export PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR=/opt/pack/inductor
 log="$OUT"/$step.log
-mkdir -p $pack/chunks
+mkdir -p $pack/chunks $pack/ic
 for c in "$root"/.gpu/c*/chunk.*; do [ -e "$c" ] && cp "$c" $pack/chunks/; done
+for c in "$root"/.gpu/ic/inductor.tar.xz.*; do [ -e "$c" ] && cp "$c" $pack/ic/; done  # an earlier machine's cache
 ls -l $pack/chunks | tee -a "$log"
 quiet() { grep -v -i -E "warn|^  (super|WeightNorm)" | tee -a "$log"; }  # a step's output, less the libraries' warnings
 measure() { config=$1; (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_table.py measure \
@@ -55,6 +59,9 @@ measure() { config=$1; (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEA
 pool() { limit=$1; shift; (cd "$code" && PYTHONPATH=$code:$pack/site timeout "$limit" python3 benchmarks/gpu_torch_pool.py \
   --data-dir $pack/data "$@") 2>&1 | quiet; }
 case $step in
+IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts (8 files come back at most)
+  tar -C $pack -cf - inductor | xz -T0 -6 | split -b 15M -d -a 1 - "$OUT"/inductor.tar.xz.
+  ls -l "$OUT" | tee -a "$log" ;;
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
@@ -62,6 +69,9 @@ T|E|D|P|H|C|DH|CM|CL|CX|CE|PM|R|HC)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
+  if [ ! -d $pack/inductor ] && ls $pack/ic/inductor.tar.xz.* >/dev/null 2>&1; then  # IC's parts, all carried
+    cat $pack/ic/inductor.tar.xz.* | xz -dc | tar -C $pack -xf - && echo "inductor cache from IC: $(du -sh $pack/inductor)" | tee -a "$log"
+  fi
   { nvidia-smi; nproc; python3 -c 'import torch, triton; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), triton.__version__)'; } \
     > "$OUT"/nvidia-smi.txt 2>&1
   printf 'engine:\n  torch_compile: false\n' > $pack/eager.yaml
