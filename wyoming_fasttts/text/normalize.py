@@ -25,6 +25,12 @@ _AMOUNT = r"\d(?:\d|,(?=\d{3}))*(?:\.\d+)?"
 _Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
 
 
+# HTML an LLM's reply may carry: tags that break a line or a block (said as a pause) and inline ones (unsaid).
+_BLOCK_TAGS = {"br", "p", "div", "li", "tr", "hr", "ul", "ol", "table", "h1", "h2", "h3", "h4", "h5", "h6"}
+_INLINE_TAGS = {"b", "i", "u", "s", "em", "strong", "span", "a", "font", "code", "small", "big", "sub", "sup", "mark",
+                "del", "ins"}
+
+
 def _alternation(words: Iterable[str], *, whole_latin: bool = False) -> str:
     """The words as one regex alternation, longest first; with ``whole_latin``, a word that starts with a Latin letter
     (QQ, ID) matches only where no letter comes right before it (not the ID inside RAID)."""
@@ -146,6 +152,12 @@ class _Rules:
             (re.compile(r"(?<![\d.,])\d{4}(?:[ -]\d{4}){2,4}(?:[ -]\d{1,3})?(?![\d.,])"), lambda m: _read_code(m[0])),
             # A line's leading bullet (-, *, •) or Markdown heading (#) is decoration, not a minus or 号.
             (re.compile(r"(?m)^[ \t]*(?:[-*+•]|#{1,6})[ \t]+"), lambda m: ""),
+            # An HTML tag in an LLM's reply (<b>注意</b>, 第一行<br>第二行) is markup, not words: a line or block tag
+            # is a pause, an inline one unsaid (its name was read as a Latin word). Only HTML's own tag names, with
+            # attributes only as name=value (not <提示>, 张三 <zs@a.cn>, x < y, a<b and c>d).
+            (re.compile(rf"</?({_alternation([*_BLOCK_TAGS, *_INLINE_TAGS])})"
+                        r"""(?:\s+[\w:-]+\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s"'<>]+))*\s*/?>""", re.IGNORECASE),
+             lambda m: "，" if m[1].lower() in _BLOCK_TAGS else ""),
             # A numbered list item at the start of a line (1. 取快递, 1) 取快递, 1️⃣ 取快递; ① became 1. above): its
             # number, then a pause, not a decimal point.
             # A digit may start the item after a space (1. 09:30 视频会议): a decimal's point has no space after it.
@@ -280,6 +292,9 @@ class _Rules:
             (re.compile(rf"([{arrows}])\ufe0f?\s*(?=[-+加减]?\s*(?:{money})?\d)"),
              lambda m: self.d["change_arrows"][m[1]]),
             (re.compile(rf"\s*({compare})\s*(?=[-\d])"), lambda m: self.d["compare_symbols"][m[1]]),
+            # ... and between two Latin words or a number and a word (x<y, A > B, 5 > x): the sign is said.
+            (re.compile(rf"(?<=[A-Za-z\d])[ \t]*({compare})[ \t]*(?=[A-Za-z])"),
+             lambda m: self.d["compare_symbols"][m[1]]),
             (re.compile(r"(?<=\d)\+(?!\s*\d)"), lambda m: "加"),
             (re.compile(rf"(-?)({money})\s*(-?)({_AMOUNT})(万|亿)?({words})?"), self._money),
             (re.compile(rf"(?<![\d.])(-?)({_NUM})\s*([%‰])"), self._percent),

@@ -1169,3 +1169,17 @@ def test_symbols_that_carry_a_meaning_are_said_not_dropped() -> None:
     assert normalize("约10⁶次") == "约十的六次方次"
     assert normalize("√2约等于1.414") == "根号二约等于一点四一四"
     assert normalize("机票₩350000") == "机票三十五万韩元"
+
+
+
+def test_html_in_a_reply_is_markup_and_comparisons_between_words_are_said() -> None:
+    """An LLM's HTML had its tag names read as words (<b>注意</b> → b注意b), and < > between words vanished
+    (x<y → x y)."""
+    assert normalize("<b>注意</b>今天下雨") == "注意今天下雨"
+    assert normalize("第一行<br>第二行<BR />第三行") == "第一行，第二行，第三行"
+    assert normalize("<p>门已锁好</p><p>灯已关闭</p>") == "门已锁好，灯已关闭"
+    assert normalize('<span style="color:red">警告</span>：<a href="http://nas.local/a?b=1">查看</a>') == "警告，查看"
+    assert normalize("<提示>门没关") == "提示门没关"  # not an HTML tag: the word stays
+    assert normalize("如果x<y就报警") == "如果x小于y就报警"
+    assert normalize("A > B") == "A大于B"
+    assert normalize("if a<b and c>d") == "if a小于b and c大于d"  # a<b ... c>d is no tag
