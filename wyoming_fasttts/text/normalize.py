@@ -8,6 +8,7 @@ that take 两, cues for digit-by-digit numbers, units) live in ``data/normalize.
 from __future__ import annotations
 
 import functools
+import html
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
@@ -823,6 +824,9 @@ _MARKS = "。，！？"
 # A single long dash between two numbers or dates marks a range (1998—2003, 9:00—18:00, 1日—5日; GB/T 15834 writes
 # 起止 so), read like "-"; anywhere else it is a pause (pre_nfkc).
 _NUMBER_DASH = re.compile(r"(?<=[\d日号])\s*[—―](?=\s*\d)")
+# An HTML character reference (&nbsp; &amp; &lt; &#8451;) in a reply or a scraped notification is the character it
+# stands for; its name had been read (温度&nbsp;25℃ → 温度和nbsp，…). Only the full form with its semicolon.
+_ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z\d]{1,31});")
 # A circled number starting a line (① 取快递) is a list marker, read as "1." is; NFKC would make it a bare 1.
 _CIRCLED_ITEM = re.compile(r"(?m)^([ \t]*)([\u2460-\u2473\u2776-\u277f\u2780-\u2793])")
 
@@ -852,6 +856,7 @@ def _vulgar(m: re.Match[str]) -> str:
 def normalize(text: str) -> str:
     """Only Chinese characters, Latin words and the pause marks ``。，！？`` remain; numbers are read out."""
     rules = _rules()
+    text = _ENTITY.sub(lambda m: html.unescape(m[0]), text)
     text = _NUMBER_DASH.sub("-", text)
     text = _VULGAR.sub(_vulgar, text)
     text = _POWER.sub(_power, text)

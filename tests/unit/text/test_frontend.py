@@ -1183,3 +1183,6 @@ def test_html_in_a_reply_is_markup_and_comparisons_between_words_are_said() -> N
     assert normalize("如果x<y就报警") == "如果x小于y就报警"
     assert normalize("A > B") == "A大于B"
     assert normalize("if a<b and c>d") == "if a小于b and c大于d"  # a<b ... c>d is no tag
+    # character references are the characters they stand for (their names had been read: 温度和nbsp，…)
+    assert normalize("温度&nbsp;25&#8451;，张三&amp;李四") == "温度二十五摄氏度，张三和李四"
+    assert normalize("&lt;b&gt;注意&lt;/b&gt;：5 &lt; 10") == "注意，五小于十"
