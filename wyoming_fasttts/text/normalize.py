@@ -159,6 +159,13 @@ class _Rules:
             (re.compile(rf"</?({_alternation([*_BLOCK_TAGS, *_INLINE_TAGS])})"
                         r"""(?:\s+[\w:-]+\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s"'<>]+))*\s*/?>""", re.IGNORECASE),
              lambda m: "，" if m[1].lower() in _BLOCK_TAGS else ""),
+            # A Markdown link or image says its text, not its target ([设置页面](http://ha.local/config) → 设置页面; the
+            # address had been read after it); a task box says whether it is done (- [x] 洗衣服 → 已完成，洗衣服; its x
+            # had been read), a footnote mark ([^1]) is unsaid, a code fence's language (```yaml) a pause.
+            (re.compile(r"!?\[([^\[\]\n]*)\]\([^()\s]*(?:\s+\"[^\"\n]*\")?\)"), lambda m: m[1]),
+            (re.compile(r"(?m)^([ \t]*)\[([ xX])\][ \t]+"), lambda m: m[1] + ("" if m[2] == " " else "已完成，")),
+            (re.compile(r"\[\^[^\]\s]+\]"), lambda m: ""),
+            (re.compile(r"(?m)^[ \t]*```[\w+-]*[ \t]*$"), lambda m: "，"),
             # A numbered list item at the start of a line (1. 取快递, 1) 取快递, 1️⃣ 取快递; ① became 1. above): its
             # number, then a pause, not a decimal point.
             # A digit may start the item after a space (1. 09:30 视频会议): a decimal's point has no space after it.

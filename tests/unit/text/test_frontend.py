@@ -1186,3 +1186,14 @@ def test_html_in_a_reply_is_markup_and_comparisons_between_words_are_said() -> N
     # character references are the characters they stand for (their names had been read: 温度和nbsp，…)
     assert normalize("温度&nbsp;25&#8451;，张三&amp;李四") == "温度二十五摄氏度，张三和李四"
     assert normalize("&lt;b&gt;注意&lt;/b&gt;：5 &lt; 10") == "注意，五小于十"
+
+
+
+def test_markdown_links_task_boxes_and_fences_are_said_as_a_reader_shows_them() -> None:
+    """A link's target had been read after its text, a done task's x read as a letter, a fence's language said."""
+    assert normalize("详见[设置页面](http://ha.local:8123/config)。") == "详见设置页面。"
+    assert normalize('![客厅截图](snap.png) [链接](https://a.cn "标题")') == "客厅截图链接"
+    assert normalize("- [ ] 买菜\n- [x] 洗衣服") == "买菜，已完成，洗衣服"
+    assert normalize("参见[^1]。") == "参见。"
+    assert normalize("```yaml\nlight: on\n```\n好了") == "light，on，好了"
+    assert normalize("访问 https://a.cn/x 查看") == "访问https冒号双斜杠a点cn斜杠x查看"  # a bare address is said
