@@ -97,6 +97,8 @@ class _Rules:
         math = "".join(re.escape(s) for s in d["math_symbols"])
         service = _alternation(d["service_numbers"])
         compare = _alternation(d["compare_symbols"])
+        codes = _alternation(d["currency_codes"])
+        score = _alternation(d["score_cues"])
         per = _alternation(d["per_words"])
         # A clock or ratio pair is not part of a longer one (12:03:45) but may follow a colon (提醒：08:05).
         pair = r"(?<!\d[:：])(?<![\d.])"
@@ -166,6 +168,11 @@ class _Rules:
             (re.compile(r"(?m)^([ \t]*)\[([ xX])\][ \t]+"), lambda m: m[1] + ("" if m[2] == " " else "已完成，")),
             (re.compile(r"\[\^[^\]\s]+\]"), lambda m: ""),
             (re.compile(r"(?m)^[ \t]*```[\w+-]*[ \t]*$"), lambda m: "，"),
+            # An amount after or before an ISO currency code (USD 1,000, 300 HKD): money, not a model number's digits.
+            (re.compile(rf"(?<![A-Za-z])(?P<code>{codes})\s*(?P<minus>-?)(?P<amount>{_AMOUNT})(?P<big>万|亿)?(?![\d.])"),
+             self._coded_money),
+            (re.compile(rf"(?<![\d.])(?P<minus>-?)(?P<amount>{_AMOUNT})(?P<big>万|亿)?\s*(?P<code>{codes})(?![A-Za-z])"),
+             self._coded_money),
             # A numbered list item at the start of a line (1. 取快递, 1) 取快递, 1️⃣ 取快递; ① became 1. above): its
             # number, then a pause, not a decimal point.
             # A digit may start the item after a space (1. 09:30 视频会议): a decimal's point has no space after it.
@@ -277,6 +284,7 @@ class _Rules:
             # Video resolutions (1080P, 720p); 4K is a number of thousands and reads as one.
             (re.compile(r"(?<![\d.A-Za-z])\d{3,4}(?=[pP](?![A-Za-z]))"), self._digit_string),
             (re.compile(rf"((?:{ratio})(?:是|为)?\s*)(\d+)\s*[:：]\s*(\d+)"), self._ratio),
+            (re.compile(rf"((?:{score})(?:是|为)?\s*)(\d{{1,3}})\s*[-–]\s*(\d{{1,3}})(?![\d.])"), self._ratio),
             # A Chinese clock with a zero-led minute reads the zero as a digital one does (9点05分 → 九点零五分); the
             # hour is left to the number rules (2点 → 两点).
             # "00分" is not read, as ":00" is not (9点00分 → 九点).
@@ -307,7 +315,9 @@ class _Rules:
             (re.compile(rf"(-?)({money})\s*(-?)({_AMOUNT})(万|亿)?({words})?"), self._money),
             (re.compile(rf"(?<![\d.])(-?)({_NUM})\s*([%‰])"), self._percent),
             (re.compile(rf"(?<![\d.,])(-?)({_GROUPED}|\d+)(\.\d{{1,2}})元"), self._yuan),
-            (re.compile(r"(?<![\d./])(\d+)/(\d+)(?![\d/])"), self._fraction),
+            # A fraction; its top may be a decimal, as a rating out of a whole (4.8/5 → 五分之四点八; the slash had been
+            # dropped: 四点八五).
+            (re.compile(r"(?<![\d./])(\d+(?:\.\d+)?)/(\d+)(?![\d/]|\.\d)"), self._fraction),
             # Generations (80后, 05后, 20后): the decade's digits, as a year is read.
             (re.compile(r"(?<![\d.])([5-9][05]|[01][05]|[02]0)(?=后)"), lambda m: digits(m[1])),
             (re.compile(r"(?<![\d.])((?:19|20)\d\d)\s*[-~]\s*((?:19|20)\d\d)(?![\d.])"), self._year_range),
@@ -633,7 +643,15 @@ class _Rules:
         return ("负" if sign else "") + ("百分之" if mark == "%" else "千分之") + decimal(number)
 
     def _fraction(self, m: re.Match[str]) -> str:
-        return f"{cardinal(m[2])}分之{cardinal(m[1])}"
+        return f"{cardinal(m[2])}分之{decimal(m[1])}"
+
+    def _coded_money(self, m: re.Match[str]) -> str:
+        unit = str(self.d["currency_codes"][m["code"]])
+        amount, big = m["amount"].replace(",", ""), m["big"] or ""
+        minus = "负" if m["minus"] else ""
+        if unit in self.d["jiao_fen_units"] and _jiao_fen(amount) and not big:
+            return minus + _yuan(amount)
+        return minus + decimal(amount, liang=True) + big + unit
 
     def _year(self, m: re.Match[str]) -> str:
         number = m[1]

@@ -1197,3 +1197,18 @@ def test_markdown_links_task_boxes_and_fences_are_said_as_a_reader_shows_them() 
     assert normalize("参见[^1]。") == "参见。"
     assert normalize("```yaml\nlight: on\n```\n好了") == "light，on，好了"
     assert normalize("访问 https://a.cn/x 查看") == "访问https冒号双斜杠a点cn斜杠x查看"  # a bare address is said
+
+
+
+def test_currency_codes_ratings_and_dashed_scores_are_read_as_said() -> None:
+    """USD 1000 had its digits read one by one as a model number's (USD幺零零零), a rating's slash was dropped
+    (4.8/5 → 四点八五, another number), and a score with a dash was a range (比分3-2 → 三到二)."""
+    assert normalize("账户余额 USD 1,000") == "账户余额一千美元"
+    assert normalize("退款 300 HKD，另付 EUR 12.5") == "退款三百港元，另付十二点五欧元"
+    assert normalize("CNY 12.50") == "十二元五角"
+    assert normalize("RTX 4090显卡") == "RTX四零九零显卡"  # a model number stays one
+    assert normalize("评分4.8/5") == "评分五分之四点八"
+    assert normalize("还剩1/2.") == "还剩二分之一。"
+    assert normalize("比分3-2，主队获胜") == "比分三比二，主队获胜"
+    assert normalize("双方打成1-1平") == "双方打成一比一平"
+    assert normalize("以3-5天为宜") == "以三到五天为宜"  # after 以 a dash is a range
