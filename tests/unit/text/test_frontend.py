@@ -121,7 +121,8 @@ def test_announcement_rules_from_the_third_held_out_set():
     assert normalize("请发送到10658") == "请发送到幺零六五八"
     # Three or more dash-joined groups that are no date or phone number are a code; one dash is still a range.
     assert normalize("凭8-2-5014取货") == "凭八二五零幺四取货"
-    assert normalize("比分2-1") == "比分二到一"
+    assert normalize("需要3-5天") == "需要三到五天"
+    assert normalize("比分2-1") == "比分二比一"  # a score, as 比分2:1 (settled 2026-12-05)
     # 批 is a measure word: two batches.
     assert normalize("分2批发货") == "分两批发货"
 
