@@ -99,6 +99,7 @@ class _Rules:
         compare = _alternation(d["compare_symbols"])
         codes = _alternation(d["currency_codes"])
         score = _alternation(d["score_cues"])
+        festival = _alternation(d["festival_cues"])
         per = _alternation(d["per_words"])
         # A clock or ratio pair is not part of a longer one (12:03:45) but may follow a colon (提醒：08:05).
         pair = r"(?<!\d[:：])(?<![\d.])"
@@ -195,6 +196,12 @@ class _Rules:
             # decimal hour. Not a Latin name's digits before a colon (PM2.5：35 is a reading).
             (re.compile(r"(?<![A-Za-z\d.])(\d+\.\d+)\s*[:：]\s*(\d+(?:\.\d+)?)(?![\d.:：%‰°])"),
              lambda m: decimal(m[1]) + "比" + decimal(m[2])),
+            # A holiday or festival named by its date (5.1假期, 3.15晚会, 618大促; festival_cues): the month as a
+            # number, the day digit by digit, 11.11 and 12.12 双十一 and 双十二; not a decimal.
+            (re.compile(rf"(?<![\d.])(1[0-2]|[1-9])\.([1-3]?\d)(?=\s*(?:{festival}))"), self._festival),
+            (re.compile(rf"(?<![\d.])(618|315|520|818)(?=\s*(?:{festival}))"), lambda m: digits(m[1])),
+            # 24/7 is round the clock as 7×24 is (二十四乘七), not a fraction.
+            (re.compile(r"(?<![\d./])24\s*/\s*7(?![\d/])"), lambda m: "二十四乘七"),
             (re.compile(r"(?<![\d.])\d+(?:\.\d+)+(?![\d.])"), self._version),
             (re.compile(r"(?<!\d)(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})(?![\d.])(?:\s*[日号])?"), self._ymd),
             # × or x between numbers is 乘 (7×24小时, 120x60cm), a resolution's numbers digit by digit (1920×1080);
@@ -644,6 +651,11 @@ class _Rules:
 
     def _fraction(self, m: re.Match[str]) -> str:
         return f"{cardinal(m[2])}分之{decimal(m[1])}"
+
+    @staticmethod
+    def _festival(m: re.Match[str]) -> str:
+        month, day = m.groups()
+        return "双" + cardinal(month) if month == day and month in ("11", "12") else cardinal(month) + digits(day)
 
     def _coded_money(self, m: re.Match[str]) -> str:
         unit = str(self.d["currency_codes"][m["code"]])

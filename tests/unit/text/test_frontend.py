@@ -1213,3 +1213,14 @@ def test_currency_codes_ratings_and_dashed_scores_are_read_as_said() -> None:
     assert normalize("比分3-2，主队获胜") == "比分三比二，主队获胜"
     assert normalize("双方打成1-1平") == "双方打成一比一平"
     assert normalize("以3-5天为宜") == "以三到五天为宜"  # after 以 a dash is a range
+
+
+
+def test_festivals_named_by_their_dates_and_round_the_clock_are_said_by_name() -> None:
+    """5.1假期 had been 五点一假期 (a decimal), 618大促 六百一十八大促, 24/7 a fraction (七分之二十四)."""
+    assert normalize("5.1假期安排已更新") == "五一假期安排已更新"
+    assert normalize("10.1国庆出行提醒") == "十一国庆出行提醒"
+    assert normalize("3.15晚会曝光") == "三一五晚会曝光"
+    assert normalize("618大促和11.11购物节") == "六一八大促和双十一购物节"
+    assert normalize("客服24/7在线") == "客服二十四乘七在线"
+    assert normalize("温度1.5度") == "温度一点五度"  # no festival after it: a decimal
