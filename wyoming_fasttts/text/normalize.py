@@ -100,6 +100,7 @@ class _Rules:
         codes = _alternation(d["currency_codes"])
         score = _alternation(d["score_cues"])
         festival = _alternation(d["festival_cues"])
+        months = _alternation(d["english_months"])
         per = _alternation(d["per_words"])
         # A clock or ratio pair is not part of a longer one (12:03:45) but may follow a colon (提醒：08:05).
         pair = r"(?<!\d[:：])(?<![\d.])"
@@ -196,6 +197,18 @@ class _Rules:
             # decimal hour. Not a Latin name's digits before a colon (PM2.5：35 is a reading).
             (re.compile(r"(?<![A-Za-z\d.])(\d+\.\d+)\s*[:：]\s*(\d+(?:\.\d+)?)(?![\d.:：%‰°])"),
              lambda m: decimal(m[1]) + "比" + decimal(m[2])),
+            # A date with its year last (06/12/2026, 25.12.2026): with / month first as in the US, with . day first as
+            # in Europe, unless that cannot be (a 13 or more names the day); it had been read as three numbers. Not with
+            # dashes: dash-joined groups are a code (取件码 8-3-2016), nor after a letter (v1.2.2026).
+            (re.compile(r"(?<![\d/.\-:A-Za-z])(\d{1,2})([/.])(\d{1,2})\2((?:19|20)\d\d)(?![\d/.\-]|\.\d)"),
+             self._year_last),
+            # An English month name with its day, the year maybe (Dec 6, December 6, 2026, 6 Dec 2026).
+            (re.compile(rf"(?<![A-Za-z])({months})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?![\d:]|\.\d)(?:,?\s+((?:19|20)\d\d)(?!\d))?"),
+             lambda m: self._english_date(m[1], m[2], m[3])),
+            (re.compile(rf"(?<![\d.])(\d{{1,2}})(?:st|nd|rd|th)?\s+({months})(?![A-Za-z])\.?(?:,?\s+((?:19|20)\d\d)(?!\d))?"),
+             lambda m: self._english_date(m[2], m[1], m[3])),
+            # An English ordinal (1st, 2nd, 21st) is 第…, its suffix not said as a word.
+            (re.compile(r"(?<![\d.])第?(\d+)(?:st|nd|rd|th)(?![A-Za-z])"), lambda m: "第" + cardinal(m[1])),
             # A holiday or festival named by its date (5.1假期, 3.15晚会, 618大促; festival_cues): the month as a
             # number, the day digit by digit, 11.11 and 12.12 双十一 and 双十二; not a decimal.
             (re.compile(rf"(?<![\d.])(1[0-2]|[1-9])\.([1-3]?\d)(?=\s*(?:{festival}))"), self._festival),
@@ -651,6 +664,22 @@ class _Rules:
 
     def _fraction(self, m: re.Match[str]) -> str:
         return f"{cardinal(m[2])}分之{decimal(m[1])}"
+
+    @staticmethod
+    def _year_last(m: re.Match[str]) -> str:
+        first, sep, second, year = m.groups()
+        month, day = (first, second) if sep == "/" else (second, first)
+        if int(month) > 12:
+            month, day = day, month
+        if not (1 <= int(month) <= 12 and 1 <= int(day) <= 31):
+            return m[0]
+        return f"{digits(year)}年{cardinal(month)}月{cardinal(day)}日"
+
+    def _english_date(self, name: str, day: str, year: str | None) -> str:
+        month = int(self.d["english_months"][name])
+        if not 1 <= int(day) <= 31:
+            return f"{name} {day}" + (f" {year}" if year else "")
+        return (f"{digits(year)}年" if year else "") + f"{cardinal(str(month))}月{cardinal(day)}日"
 
     @staticmethod
     def _festival(m: re.Match[str]) -> str:

@@ -1224,3 +1224,16 @@ def test_festivals_named_by_their_dates_and_round_the_clock_are_said_by_name() -
     assert normalize("618大促和11.11购物节") == "六一八大促和双十一购物节"
     assert normalize("客服24/7在线") == "客服二十四乘七在线"
     assert normalize("温度1.5度") == "温度一点五度"  # no festival after it: a decimal
+
+
+
+def test_dates_and_ordinals_as_english_sources_write_them() -> None:
+    """Dec 6 had been Dec六, 06/12/2026 three numbers (零六十二两千零二十六), 2nd 二nd."""
+    assert normalize("Your package arrives Dec 6") == "Your package arrives十二月六日"
+    assert normalize("截止 December 31, 2026") == "截止二零二六年十二月三十一日"
+    assert normalize("6 Dec 2026 到期") == "二零二六年十二月六日到期"
+    assert normalize("截止 12/31/2026 前") == "截止二零二六年十二月三十一日前"  # / month first, as in the US
+    assert normalize("06.12.2026 起") == "二零二六年十二月六日起"  # . day first, as in Europe
+    assert normalize("取件码8-3-2016。") == "取件码八三二零幺六。"  # dashed groups stay a code
+    assert normalize("获得2nd place") == "获得第二place"
+    assert normalize("第1st") == "第一"
