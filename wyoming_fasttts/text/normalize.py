@@ -128,6 +128,16 @@ class _Rules:
                         r"(?<![.?=&%+])", re.IGNORECASE), self._address),
             (re.compile(rf"(?<![A-Za-z\d@./_-])[A-Za-z\d_-]+(?:\.[A-Za-z\d_-]+)*\.(?:{extensions})(?![A-Za-z\d])",
                         re.IGNORECASE), self._address),
+            # A MAC address (00:1A:2B:3C:4D:5E) is said as typed, as the addresses above; it had been read as clock
+            # times and ratios (零比一A，…).
+            (re.compile(r"(?<![A-Za-z\d:-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![A-Za-z\d:-])"),
+             self._address),
+            # @ standing alone between words (运动 @ 车库) is "at", 在; it had been dropped.
+            (re.compile(r"(?<=\S)[ \t]+@[ \t]+(?=[^\s@])"), lambda m: "在"),
+            # A Latin name that ends in digits (PM2.5, PM10, CO2) and a number after a space are two readings: a pause
+            # between them, or PM2.5 12 would be heard as 二点五十二 (a clock time after a flight number is left as the
+            # sets read it).
+            (re.compile(r"(?<=[A-Za-z])(\d+(?:\.\d+)?)[ \t]+(?=-?\d)(?!\d{1,2}[:：]\d)"), lambda m: m[1] + "，"),
             # A standard's number (GB 18030-2022, GB/T 15834, ISO 9001, IEEE 802.11ax) is a code, digit by digit with 1
             # as 幺 as after any Latin word (GB2312), its year after 杠 as a year is said, the slash of GB/T unsaid.
             (re.compile(rf"(?<![A-Za-z])({_alternation(d['standard_prefixes'])})\s*(\d+(?:\.\d+)*)"

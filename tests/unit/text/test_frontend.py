@@ -1053,7 +1053,7 @@ def test_an_hour_with_am_or_pm_and_no_minutes_is_a_clock_time():
     assert normalize("明早7AM叫我") == "明早七点叫我"
     assert normalize("今晚 9 pm 关灯") == "今晚九点关灯"
     # Not a particle sensor, a product name's part, a word that starts with the letters, or no hour of twelve.
-    assert normalize("PM2.5 35") == "PM二点五三十五"
+    assert normalize("PM2.5 35") == "PM二点五，三十五"
     assert normalize("Shelly Plus 1PM 已离线") == "Shelly Plus一PM已离线"
     assert normalize("5 AMD") == "五AMD"
     assert normalize("13PM") == "十三PM"
@@ -1237,3 +1237,13 @@ def test_dates_and_ordinals_as_english_sources_write_them() -> None:
     assert normalize("取件码8-3-2016。") == "取件码八三二零幺六。"  # dashed groups stay a code
     assert normalize("获得2nd place") == "获得第二place"
     assert normalize("第1st") == "第一"
+
+
+
+def test_sensor_readings_keep_their_names_apart_and_devices_their_addresses() -> None:
+    """PM2.5 12 had been heard as 二点五十二, a MAC address as clock times (零比一A，…), a lone @ dropped."""
+    assert normalize("PM2.5 12 μg/m³") == "PM二点五，十二微克每立方米"
+    assert normalize("CO2 800ppm") == "CO二，八百ppm"
+    assert normalize("MAC 00:1A:2B:3C:4D:5E") == "MAC零零冒号幺A冒号二B冒号三C冒号四D冒号五E"
+    assert normalize("检测到运动 @ 车库") == "检测到运动在车库"
+    assert normalize("user@qq.com") == "user艾特qq点com"  # inside an address @ is named
