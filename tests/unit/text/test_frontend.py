@@ -104,7 +104,6 @@ def test_announcement_rules_from_the_second_held_out_set():
     assert normalize("办公室503有人") == "办公室五零三有人"
 
 
-
 def test_announcement_rules_from_the_third_held_out_set():
     """General rules for announce_holdout3.tsv's first-run misses, checked on sentences outside the sets."""
     # Two 19xx/20xx numbers before 年 are a range of years even though 年 takes 两 after a count.
@@ -163,7 +162,6 @@ def test_announcement_rules_from_the_fourth_held_out_set():
     assert normalize("显示器120Hz") == "显示器一百二十赫兹"
     assert normalize("有事打110") == "有事打幺幺零"
     assert normalize("请拨120") == "请拨幺二零"
-
 
 
 def test_announcement_rules_from_the_fifth_held_out_set():
@@ -1172,7 +1170,6 @@ def test_symbols_that_carry_a_meaning_are_said_not_dropped() -> None:
     assert normalize("机票₩350000") == "机票三十五万韩元"
 
 
-
 def test_html_in_a_reply_is_markup_and_comparisons_between_words_are_said() -> None:
     """An LLM's HTML had its tag names read as words (<b>注意</b> → b注意b), and < > between words vanished
     (x<y → x y)."""
@@ -1189,7 +1186,6 @@ def test_html_in_a_reply_is_markup_and_comparisons_between_words_are_said() -> N
     assert normalize("&lt;b&gt;注意&lt;/b&gt;：5 &lt; 10") == "注意，五小于十"
 
 
-
 def test_markdown_links_task_boxes_and_fences_are_said_as_a_reader_shows_them() -> None:
     """A link's target had been read after its text, a done task's x read as a letter, a fence's language said."""
     assert normalize("详见[设置页面](http://ha.local:8123/config)。") == "详见设置页面。"
@@ -1198,7 +1194,6 @@ def test_markdown_links_task_boxes_and_fences_are_said_as_a_reader_shows_them() 
     assert normalize("参见[^1]。") == "参见。"
     assert normalize("```yaml\nlight: on\n```\n好了") == "light，on，好了"
     assert normalize("访问 https://a.cn/x 查看") == "访问https冒号双斜杠a点cn斜杠x查看"  # a bare address is said
-
 
 
 def test_currency_codes_ratings_and_dashed_scores_are_read_as_said() -> None:
@@ -1215,7 +1210,6 @@ def test_currency_codes_ratings_and_dashed_scores_are_read_as_said() -> None:
     assert normalize("以3-5天为宜") == "以三到五天为宜"  # after 以 a dash is a range
 
 
-
 def test_festivals_named_by_their_dates_and_round_the_clock_are_said_by_name() -> None:
     """5.1假期 had been 五点一假期 (a decimal), 618大促 六百一十八大促, 24/7 a fraction (七分之二十四)."""
     assert normalize("5.1假期安排已更新") == "五一假期安排已更新"
@@ -1224,7 +1218,6 @@ def test_festivals_named_by_their_dates_and_round_the_clock_are_said_by_name() -
     assert normalize("618大促和11.11购物节") == "六一八大促和双十一购物节"
     assert normalize("客服24/7在线") == "客服二十四乘七在线"
     assert normalize("温度1.5度") == "温度一点五度"  # no festival after it: a decimal
-
 
 
 def test_dates_and_ordinals_as_english_sources_write_them() -> None:
@@ -1237,7 +1230,6 @@ def test_dates_and_ordinals_as_english_sources_write_them() -> None:
     assert normalize("取件码8-3-2016。") == "取件码八三二零幺六。"  # dashed groups stay a code
     assert normalize("获得2nd place") == "获得第二place"
     assert normalize("第1st") == "第一"
-
 
 
 def test_sensor_readings_keep_their_names_apart_and_devices_their_addresses() -> None:
