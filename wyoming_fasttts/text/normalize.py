@@ -181,7 +181,8 @@ class _Rules:
             (re.compile(r"\[\^[^\]\s]+\]"), lambda m: ""),
             (re.compile(r"(?m)^[ \t]*```[\w+-]*[ \t]*$"), lambda m: "，"),
             # An amount after or before an ISO currency code (USD 1,000, 300 HKD): money, not a model number's digits.
-            (re.compile(rf"(?<![A-Za-z])(?P<code>{codes})\s*(?P<minus>-?)(?P<amount>{_AMOUNT})(?P<big>万|亿)?(?![\d.])"),
+            (re.compile(rf"(?<![A-Za-z\d])(?P<sign>-?)(?<![A-Za-z])(?P<code>{codes})\s*(?P<minus>-?)(?P<amount>{_AMOUNT})(?P<big>万|亿)?"
+                        r"(?![\d.])"),
              self._coded_money),
             (re.compile(rf"(?<![\d.])(?P<minus>-?)(?P<amount>{_AMOUNT})(?P<big>万|亿)?\s*(?P<code>{codes})(?![A-Za-z])"),
              self._coded_money),
@@ -699,7 +700,7 @@ class _Rules:
     def _coded_money(self, m: re.Match[str]) -> str:
         unit = str(self.d["currency_codes"][m["code"]])
         amount, big = m["amount"].replace(",", ""), m["big"] or ""
-        minus = "负" if m["minus"] else ""
+        minus = "负" if m["minus"] or m.groupdict().get("sign") else ""  # -USD 5 and USD -5 are both 负
         if unit in self.d["jiao_fen_units"] and _jiao_fen(amount) and not big:
             return minus + _yuan(amount)
         return minus + decimal(amount, liang=True) + big + unit

@@ -1202,6 +1202,7 @@ def test_currency_codes_ratings_and_dashed_scores_are_read_as_said() -> None:
     assert normalize("账户余额 USD 1,000") == "账户余额一千美元"
     assert normalize("退款 300 HKD，另付 EUR 12.5") == "退款三百港元，另付十二点五欧元"
     assert normalize("CNY 12.50") == "十二元五角"
+    assert normalize("-USD 5，USD -5") == "负五美元，负五美元"  # a minus either side of the code is kept
     assert normalize("RTX 4090显卡") == "RTX四零九零显卡"  # a model number stays one
     assert normalize("评分4.8/5") == "评分五分之四点八"
     assert normalize("还剩1/2.") == "还剩二分之一。"
