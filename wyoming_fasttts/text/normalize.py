@@ -208,6 +208,9 @@ class _Rules:
             # decimal hour. Not a Latin name's digits before a colon (PM2.5：35 is a reading).
             (re.compile(r"(?<![A-Za-z\d.])(\d+\.\d+)\s*[:：]\s*(\d+(?:\.\d+)?)(?![\d.:：%‰°])"),
              lambda m: decimal(m[1]) + "比" + decimal(m[2])),
+            # An abbreviation's dots are not sentence stops (e.g. → 例如, Mr. Wang → Mr Wang; latin_abbreviations).
+            (re.compile(rf"(?<![A-Za-z.])({_alternation(d['latin_abbreviations'])})"),
+             lambda m: " " + str(self.d["latin_abbreviations"][m[1]]) + " "),
             # A date with its year last (06/12/2026, 25.12.2026): with / month first as in the US, with . day first as
             # in Europe, unless that cannot be (a 13 or more names the day); it had been read as three numbers. Not with
             # dashes: dash-joined groups are a code (取件码 8-3-2016), nor after a letter (v1.2.2026).

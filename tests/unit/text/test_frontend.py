@@ -1240,3 +1240,12 @@ def test_sensor_readings_keep_their_names_apart_and_devices_their_addresses() ->
     assert normalize("MAC 00:1A:2B:3C:4D:5E") == "MAC零零冒号幺A冒号二B冒号三C冒号四D冒号五E"
     assert normalize("检测到运动 @ 车库") == "检测到运动在车库"
     assert normalize("user@qq.com") == "user艾特qq点com"  # inside an address @ is named
+
+
+
+def test_latin_abbreviations_are_not_sentence_stops() -> None:
+    """An abbreviation's dot had been a full stop inside the sentence (vs。去年, e。g。), a.m. left as letters."""
+    assert normalize("vs. 去年同期") == "对去年同期"
+    assert normalize("家电 e.g. 空调、冰箱 etc.") == "家电例如空调，冰箱等等"
+    assert normalize("Mr. Wang 到了，Dr.Li 也到了") == "Mr Wang到了，Dr Li也到了"
+    assert normalize("明天 8 a.m. 开会，5 p.m. 结束") == "明天上午八点开会，下午五点结束"
