@@ -442,7 +442,7 @@ class _Rules:
 
     def _ymd(self, m: re.Match[str]) -> str:
         y, mo, day = m.groups()
-        return f"{digits(y)}年{cardinal(mo)}月{cardinal(day)}日"
+        return _date(mo, day, y)
 
     def _blood_pressure(self, m: re.Match[str]) -> str:
         """血压 128/82, 128/82 mmHg: the two pressures are said with 比 (一百二十八比八十二毫米汞柱); without a cue
@@ -461,7 +461,7 @@ class _Rules:
         valid = all(1 <= mo <= 12 and 1 <= day <= 31 for mo, day in ((m1, d1), (m2, d2)))
         if not valid or (max(d1, d2) < 13 and not (m1 == m2 and d1 < d2)):
             return m[0]
-        return f"{cardinal(m[1])}月{cardinal(m[2])}日到{cardinal(m[3])}月{cardinal(m[4])}日"
+        return f"{_date(m[1], m[2])}到{_date(m[3], m[4])}"
 
     def _md(self, m: re.Match[str]) -> str:
         return f"{cardinal(m[1])}月{cardinal(m[2])}"
@@ -532,7 +532,7 @@ class _Rules:
         if sep == "-" and (self._counts(after) or _after_ordinal(before)):
             return m[0]
         if 1 <= int(month) <= 12 and 13 <= int(day) <= 31 and not _FRACTION_AFTER.match(after):
-            return f"{cardinal(month)}月{cardinal(day)}日"
+            return _date(month, day)
         # 12-05 stays a range, of two numbers: the zero is a date's padding, not a code's digit (十二到五).
         return f"{int(month)}-{int(day)}" if sep == "-" else m[0]
 
@@ -661,10 +661,15 @@ class _Rules:
         sign, symbol, inner_sign, amount, big, written = m.groups()
         minus = "负" if sign or inner_sign else ""  # -¥35 and ¥-35 are both 负
         name, unit = self._currency(symbol, written)
+        return name + minus + self._amount(amount, big, unit)
+
+    def _amount(self, amount: str, big: str | None, unit: str) -> str:
+        """An amount and its currency word: in 元/角/分 where the word takes them and the decimals allow (¥3.50 →
+        三元五角), else with 点 (€12.5 → 十二点五欧元)."""
         amount = amount.replace(",", "")
         if unit in self.d["jiao_fen_units"] and _jiao_fen(amount) and not big:
-            return name + minus + _yuan(amount)
-        return name + minus + decimal(amount, liang=True) + (big or "") + unit
+            return _yuan(amount)
+        return decimal(amount, liang=True) + (big or "") + unit
 
     def _yuan(self, m: re.Match[str]) -> str:
         return ("负" if m[1] else "") + _yuan(m[2].replace(",", "") + m[3])
@@ -687,13 +692,12 @@ class _Rules:
             month, day = day, month
         if not (1 <= int(month) <= 12 and 1 <= int(day) <= 31):
             return m[0]
-        return f"{digits(year)}年{cardinal(month)}月{cardinal(day)}日"
+        return _date(month, day, year)
 
     def _english_date(self, name: str, day: str, year: str | None) -> str:
-        month = int(self.d["english_months"][name])
         if not 1 <= int(day) <= 31:
             return f"{name} {day}" + (f" {year}" if year else "")
-        return (f"{digits(year)}年" if year else "") + f"{cardinal(str(month))}月{cardinal(day)}日"
+        return _date(str(self.d["english_months"][name]), day, year)
 
     @staticmethod
     def _festival(m: re.Match[str]) -> str:
@@ -701,12 +705,8 @@ class _Rules:
         return "双" + cardinal(month) if month == day and month in ("11", "12") else cardinal(month) + digits(day)
 
     def _coded_money(self, m: re.Match[str]) -> str:
-        unit = str(self.d["currency_codes"][m["code"]])
-        amount, big = m["amount"].replace(",", ""), m["big"] or ""
         minus = "负" if m["minus"] or m.groupdict().get("sign") else ""  # -USD 5 and USD -5 are both 负
-        if unit in self.d["jiao_fen_units"] and _jiao_fen(amount) and not big:
-            return minus + _yuan(amount)
-        return minus + decimal(amount, liang=True) + big + unit
+        return minus + self._amount(m["amount"], m["big"], str(self.d["currency_codes"][m["code"]]))
 
     def _year(self, m: re.Match[str]) -> str:
         number = m[1]
@@ -868,6 +868,11 @@ def _yuan(amount: str) -> str:
     if frac[1] != "0":
         out += ("零" if out and frac[0] == "0" else "") + cardinal(frac[1], liang=True) + "分"
     return out or "零元"
+
+
+def _date(month: str, day: str, year: str | None = None) -> str:
+    """A date as it is said: the year digit by digit, month and day as numbers (二零二六年十二月六日)."""
+    return (f"{digits(year)}年" if year else "") + f"{cardinal(month)}月{cardinal(day)}日"
 
 
 def _read_code(code: str) -> str:
