@@ -43,25 +43,30 @@ class BatchLog:
     what a load level's throughput is made of, batch sizes and the engine's time for each."""
 
     def __init__(self) -> None:
-        self._batches: list[tuple[int, float]] = []
+        self._batches: list[tuple[int, float | None]] = []  # (size, engine seconds; None: the batch failed)
 
     def batch_done(self, engine: str, size: int, seconds: float, audio_seconds: float) -> None:
         self._batches.append((size, seconds))  # a worker thread's; list.append is atomic
 
     def batch_failed(self, engine: str, size: int, error: BaseException) -> None:
-        self._batches.append((size, float("nan")))
+        self._batches.append((size, None))
 
     def queue_depth(self, depth: int) -> None:
         pass
 
     def take(self) -> dict[str, dict[str, float]]:
-        """Since the last take, per batch size: how many batches and the engine's p50 ms for them."""
+        """Since the last take, per batch size: how many batches, the engine's p50 ms over those that succeeded, and
+        how many failed (a failure's time says nothing of the engine's speed)."""
         batches, self._batches = self._batches, []
-        by_size: dict[int, list[float]] = defaultdict(list)
+        by_size: dict[int, list[float | None]] = defaultdict(list)
         for size, seconds in batches:
             by_size[size].append(seconds)
-        return {str(size): {"batches": len(times), "engine_p50_ms": statistics.median(times) * 1e3}
-                for size, times in sorted(by_size.items())}
+        out: dict[str, dict[str, float]] = {}
+        for size, times in sorted(by_size.items()):
+            done = [t for t in times if t is not None]
+            out[str(size)] = {"batches": len(times), "failed": len(times) - len(done),
+                              "engine_p50_ms": statistics.median(done) * 1e3 if done else float("nan")}
+        return out
 
 
 async def one(uri: str, text: str, stream: bool = False) -> Sample:
