@@ -30,8 +30,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wyoming_fasttts.assets import ModelAssets, ensure_assets, load_vocab
+from wyoming_fasttts.backends.base import Engine
 from wyoming_fasttts.bench.report import load_row, md_table, summary_ms
 from wyoming_fasttts.config import load_settings
+from wyoming_fasttts.core import SynthesisItem
 
 SAMPLE_RATE = 24000
 
@@ -103,7 +105,24 @@ async def _wavs(uri: str, out: Path) -> None:
     (out / "ear.json").write_text(json.dumps(texts, ensure_ascii=False))
 
 
-async def _with_server(args: argparse.Namespace, eager: Eager, text: str, report: dict) -> None:
+def _engine_alone(engine: Engine, items: list[SynthesisItem], runs: int) -> dict[str, dict[str, float]]:
+    """The engine's own time for a batch of each size, called directly with the server idle: set beside the
+    scheduler's timing of the same batches under load (``batches``), what the server around it costs a batch."""
+    out = {}
+    for size in (1, 4, 8, 16):
+        batch = [items[k % len(items)] for k in range(size)]
+        engine.run(batch)
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            engine.run(batch)
+            times.append(time.perf_counter() - start)
+        out[str(size)] = summary_ms(times)
+    return out
+
+
+async def _with_server(args: argparse.Namespace, eager: Eager, text_items: list[SynthesisItem], text: str,
+                       report: dict) -> None:
     """Our server in this process; one-shot requests alternate with eager runs, then the load levels."""
     from wyoming_fasttts.backends.memory import Nvml
     from wyoming_fasttts.bench.load import BatchLog, load, one
@@ -154,6 +173,9 @@ async def _with_server(args: argparse.Namespace, eager: Eager, text: str, report
             result = await load(uri, text, clients, max(args.requests, 2 * clients))
             report["load"].append({**load_row(result), "batches": batches.take()})
             print(f"c={clients}: {report['load'][-1]}", flush=True)
+        report["engine_alone"] = await asyncio.to_thread(_engine_alone, engine, text_items, args.alone_runs)
+        alone = {k: f"{v['p50']:.1f} / {v['p95']:.1f}" for k, v in report["engine_alone"].items()}
+        print(f"engine alone (no server around it), p50 / p95 ms by batch size: {alone}", flush=True)
     finally:
         server.close()
         await runtime.scheduler.stop(timeout=10)
@@ -175,7 +197,8 @@ def measure(args: argparse.Namespace) -> None:
     for _ in range(args.warmup):
         eager()
     if args.engine:
-        asyncio.run(_with_server(args, eager, inputs["text"], report))
+        items = [SynthesisItem(np.array(i["ids"], np.int64), np.array(i["style"], np.float32)) for i in inputs["items"]]
+        asyncio.run(_with_server(args, eager, items, inputs["text"], report))
     else:
         eager.reset_peak()
         deadline = time.monotonic() + args.budget_s
@@ -190,9 +213,10 @@ def measure(args: argparse.Namespace) -> None:
     print("\n".join(md_table(f"{report.get('gpu', args.device)}, {inputs['text']}",
                               ["row", "runs", "mean ± std ms", "p50", "p95", "p99", "RTF", "peak alloc MiB"], rows)))
     for row in report.get("load", []):
-        sizes = ", ".join(f"{k} x{v['batches']} ({v['engine_p50_ms']:.1f} ms)" for k, v in row["batches"].items())
+        sizes = ", ".join(f"{k} x{v['batches']} ({v['engine_p50_ms']:.1f} / {v['engine_p95_ms']:.1f} ms)"
+                          for k, v in row["batches"].items())
         print(f"c={row['clients']}: {row['qps']:.1f} QPS, p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms; "
-              f"batches by size (engine p50): {sizes}")
+              f"batches by size (engine p50 / p95): {sizes}")
     for key in ("replay", "server_start_s", "server_gpu_mib", "before_server_gpu_mib", "process_gpu_mib"):
         if key in report:
             print(f"{key}: {report[key]}")
@@ -217,6 +241,8 @@ def main() -> None:
     m.add_argument("--budget-s", type=float, default=240.0, help="stop the timed runs after this long")
     m.add_argument("--concurrency", default="1,4,8,16,32")
     m.add_argument("--requests", type=int, default=256, help="timed requests per level, at least 2 x clients")
+    m.add_argument("--alone-runs", type=int, default=40,
+                   help="runs per batch size of the engine alone, after the levels")
     m.add_argument("--out", default="gpu_table.json")
     m.add_argument("--wavs", help="write the server's audio of a few sentences here (for tests/ear.py)")
     args = parser.parse_args()

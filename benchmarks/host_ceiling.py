@@ -46,14 +46,15 @@ class StandIn:
 
     name, device, slots, max_batch = "stand-in", "none", 1, 16
 
-    def __init__(self, audio: dict[int, np.ndarray], base_s: float, row_s: float) -> None:
-        self.audio, self.base_s, self.row_s = audio, base_s, row_s
+    def __init__(self, audio: dict[int, np.ndarray], base_s: float, row_s: float, waits: int = 1) -> None:
+        self.audio, self.base_s, self.row_s, self.waits = audio, base_s, row_s, waits
 
     def warmup(self) -> None:
         pass
 
     def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
-        time.sleep(self.base_s + self.row_s * len(items))
+        for _ in range(self.waits):  # each wait ends by taking the GIL back, as each CUDA sync does
+            time.sleep((self.base_s + self.row_s * len(items)) / self.waits)
         return [self.audio[len(item)].copy() for item in items]
 
     def memory(self) -> EngineMemory:
@@ -93,11 +94,14 @@ async def measure(args: argparse.Namespace) -> dict:
     items = [SynthesisItem(s.ids, voices.style(settings.voice.default, len(s.ids)))
              for s in await asyncio.to_thread(runtime.synth.sentences, WELCOME)]
     audio = dict(zip(map(len, items), await asyncio.to_thread(runtime.engine.run, items), strict=True))
-    stand_in = StandIn(audio, args.base_ms / 1e3, args.row_ms / 1e3)
+    stand_in = StandIn(audio, args.base_ms / 1e3, args.row_ms / 1e3, args.waits)
+    if args.switch_ms:
+        sys.setswitchinterval(args.switch_ms / 1e3)
     await asyncio.to_thread(runtime.scheduler.swap_engine(stand_in).wait)  # the CPU engine closed
     server = await start_wyoming(runtime)
     report: dict = {"machine": platform.node(), "cpus": mp.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M"),
-                    "text": WELCOME, "base_ms": args.base_ms, "row_ms": args.row_ms, "levels": []}
+                    "text": WELCOME, "base_ms": args.base_ms, "row_ms": args.row_ms, "waits": args.waits,
+                    "switch_ms": sys.getswitchinterval() * 1e3, "levels": []}
     try:
         for _ in range(10):
             await one(uri, WELCOME)
@@ -113,8 +117,9 @@ async def measure(args: argparse.Namespace) -> dict:
                 row = {"clients": clients, "where": where, "qps": qps, **summary_ms(latencies),
                        "batches": batches.take()}
                 report["levels"].append(row)
+                sizes = {k: (v["batches"], round(v["engine_p50_ms"], 1)) for k, v in row["batches"].items()}
                 print(f"{where} c={clients}: {qps:.1f} QPS, p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms, "
-                      f"batches {({k: v['batches'] for k, v in row['batches'].items()})}", flush=True)
+                      f"batches (count, engine p50 ms) {sizes}", flush=True)
     finally:
         server.close()
         await runtime.scheduler.stop(timeout=10)
@@ -125,6 +130,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-ms", type=float, default=15.0, help="the stand-in's cost per call")
     parser.add_argument("--row-ms", type=float, default=1.5, help="and per row")
+    parser.add_argument("--waits", type=int, default=1, help="the call's time in this many waits (CUDA syncs)")
+    parser.add_argument("--switch-ms", type=float, help="the interpreter's GIL switch interval (default 5 ms)")
     parser.add_argument("--clients", default="1,4,16")
     parser.add_argument("--requests", type=int, default=256, help="timed requests per level")
     parser.add_argument("--data-dir", help="assets.data_dir, where the data is not fetched (the GPU machine)")

@@ -8,10 +8,12 @@ that whatever else the machine is doing slows both alike and the ratios stay mea
 from __future__ import annotations
 
 import asyncio
-import statistics
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
 
 from ..client import say
 
@@ -38,6 +40,11 @@ class Sample:
         return self.latency_s / self.audio_s
 
 
+_SPREAD: dict[str, Callable[[np.ndarray], float]] = {
+    "p50": lambda ms: float(np.percentile(ms, 50)), "p95": lambda ms: float(np.percentile(ms, 95)),
+    "std": lambda ms: float(ms.std())}
+
+
 class BatchLog:
     """The scheduler's batches, for a server run in the benchmark's own process (``build_runtime``'s observer):
     what a load level's throughput is made of, batch sizes and the engine's time for each."""
@@ -55,8 +62,9 @@ class BatchLog:
         pass
 
     def take(self) -> dict[str, dict[str, float]]:
-        """Since the last take, per batch size: how many batches, the engine's p50 ms over those that succeeded, and
-        how many failed (a failure's time says nothing of the engine's speed)."""
+        """Since the last take, per batch size: how many batches, the engine's p50, p95 and std in ms over those that
+        succeeded (the spread tells the engine's jitter from the server's around it), and how many failed (a
+        failure's time says nothing of the engine's speed)."""
         batches, self._batches = self._batches, []
         by_size: dict[int, list[float | None]] = defaultdict(list)
         for size, seconds in batches:
@@ -64,8 +72,9 @@ class BatchLog:
         out: dict[str, dict[str, float]] = {}
         for size, times in sorted(by_size.items()):
             done = [t for t in times if t is not None]
+            ms = np.asarray(done, np.float64) * 1e3
             out[str(size)] = {"batches": len(times), "failed": len(times) - len(done),
-                              "engine_p50_ms": statistics.median(done) * 1e3 if done else float("nan")}
+                              **{f"engine_{k}_ms": float(f(ms)) if done else float("nan") for k, f in _SPREAD.items()}}
         return out
 
 
