@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -46,15 +47,22 @@ class StandIn:
 
     name, device, slots, max_batch = "stand-in", "none", 1, 16
 
-    def __init__(self, audio: dict[int, np.ndarray], base_s: float, row_s: float, waits: int = 1) -> None:
-        self.audio, self.base_s, self.row_s, self.waits = audio, base_s, row_s, waits
+    def __init__(self, audio: dict[int, np.ndarray], base_s: float, row_s: float, waits: int = 1,
+                 hops: int = 0) -> None:
+        self.audio, self.base_s, self.row_s, self.waits, self.hops = audio, base_s, row_s, waits, hops
+        self.costs: dict[int, float] = {}
+        """Seconds a call costs by row bucket (a measured engine's); rows above the largest: base + row cost."""
 
     def warmup(self) -> None:
         pass
 
     def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
-        for _ in range(self.waits):  # each wait ends by taking the GIL back, as each CUDA sync does
-            time.sleep((self.base_s + self.row_s * len(items)) / self.waits)
+        bucket = min([b for b in self.costs if b >= len(items)], default=0)
+        cost = self.costs[bucket] if bucket else self.base_s + self.row_s * len(items)
+        for part in range(self.waits):  # each wait ends by taking the GIL back, as each CUDA sync does
+            for _ in range(self.hops * (part + 1) // self.waits - self.hops * part // self.waits):
+                time.sleep(0)  # a short call that lets the GIL go (a PyTorch op does), then needs it back
+            time.sleep(cost / self.waits)
         return [self.audio[len(item)].copy() for item in items]
 
     def memory(self) -> EngineMemory:
@@ -87,6 +95,9 @@ async def measure(args: argparse.Namespace) -> dict:
     overrides = {"engine.backend": "onnxruntime", "server.uri": uri, "server.http_uri": ""}
     if args.data_dir:  # the GPU machine: the data carried in the pack (benchmarks/h200_torch.sh HC)
         overrides |= {"assets.data_dir": args.data_dir, "assets.model_path": args.model}
+    for pair in args.set:
+        key, _, value = pair.partition("=")
+        overrides[key] = yaml.safe_load(value)
     settings = load_settings(None, overrides)
     batches = BatchLog()
     runtime = await build_runtime(settings, observer=batches)
@@ -94,7 +105,8 @@ async def measure(args: argparse.Namespace) -> dict:
     items = [SynthesisItem(s.ids, voices.style(settings.voice.default, len(s.ids)))
              for s in await asyncio.to_thread(runtime.synth.sentences, WELCOME)]
     audio = dict(zip(map(len, items), await asyncio.to_thread(runtime.engine.run, items), strict=True))
-    stand_in = StandIn(audio, args.base_ms / 1e3, args.row_ms / 1e3, args.waits)
+    stand_in = StandIn(audio, args.base_ms / 1e3, args.row_ms / 1e3, args.waits, args.hops)
+    stand_in.costs = {int(b): float(ms) / 1e3 for b, ms in (c.split(":") for c in args.costs.split(",") if c)}
     if args.switch_ms:
         sys.setswitchinterval(args.switch_ms / 1e3)
     await asyncio.to_thread(runtime.scheduler.swap_engine(stand_in).wait)  # the CPU engine closed
@@ -131,6 +143,10 @@ def main() -> None:
     parser.add_argument("--base-ms", type=float, default=15.0, help="the stand-in's cost per call")
     parser.add_argument("--row-ms", type=float, default=1.5, help="and per row")
     parser.add_argument("--waits", type=int, default=1, help="the call's time in this many waits (CUDA syncs)")
+    parser.add_argument("--costs", default="", help="ms a call costs by row bucket, e.g. 1:19.6,4:21,8:27.1,16:50.2")
+    parser.add_argument("--set", action="append", default=[], help="a setting for the server, e.g. "
+                        "scheduler.max_queue_delay_ms=10 (the value read as YAML)")
+    parser.add_argument("--hops", type=int, default=0, help="short GIL releases per call (PyTorch ops)")
     parser.add_argument("--switch-ms", type=float, help="the interpreter's GIL switch interval (default 5 ms)")
     parser.add_argument("--clients", default="1,4,16")
     parser.add_argument("--requests", type=int, default=256, help="timed requests per level")

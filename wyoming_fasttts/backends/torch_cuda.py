@@ -61,6 +61,7 @@ import torch
 from ..assets import ModelAssets, load_vocab
 from ..config import Settings
 from ..core import EngineError, SynthesisItem
+from .alignment import SAMPLES_PER_FRAME
 from .base import EngineMemory
 from .batching import STAGE1_INPUTS, STAGE1_OUTPUTS, STAGE2_INPUTS, STAGE2_OUTPUTS
 from .buckets import (
@@ -73,11 +74,16 @@ from .buckets import (
     tensor_dims,
     warm_alignment,
 )
+from .cuda import arena_layout
 from .memory import device_used_bytes, process_rss_bytes
 
 _LOGGER = logging.getLogger(__name__)
 
 _TORCH_DTYPES: dict[type, torch.dtype] = {np.int64: torch.int64, np.float32: torch.float32}
+_INBOXES = (STAGE1_INPUTS, ("frames", "alignment"))
+"""What the host sends each stage, one inbox each, in layout order (stage 2's d, t_en and style are on the device)."""
+_FETCHED = ("durations", "audio")
+"""What the host reads back: stage 1's durations for the host step, stage 2's audio."""
 
 
 class TorchGraphEngine:
@@ -107,11 +113,28 @@ class TorchGraphEngine:
         self.shapes1, self.shapes2 = buckets.stage1_shapes(), buckets.stage2_shapes()
         all_dims = [tensor_dims(b, t, 1) for b, t in self.shapes1] + [tensor_dims(*s) for s in self.shapes2]
         largest = {k: max(int(np.prod(d[k])) for d in all_dims) for k in TENSOR_DTYPES}
-        self._buf = {k: torch.zeros(n, dtype=_TORCH_DTYPES[TENSOR_DTYPES[k]], device=self._device)
+        # The inputs from the host lie in one device inbox per stage, mirrored by one pinned host inbox: a stage's
+        # inputs go over in one copy (alignment last, so a stage-2 call copies only the prefix its shape uses).
+        self._offsets: dict[str, tuple[torch.Tensor, torch.Tensor, int]] = {}
+        self._inboxes: list[tuple[torch.Tensor, torch.Tensor]] = []
+        for names in _INBOXES:
+            offsets, size = arena_layout((k, largest[k] * np.dtype(TENSOR_DTYPES[k]).itemsize) for k in names)
+            device_box = torch.zeros(size, dtype=torch.uint8, device=self._device)
+            host_box = torch.zeros(size, dtype=torch.uint8, pin_memory=cuda)
+            self._inboxes.append((device_box, host_box))
+            self._offsets |= {k: (device_box, host_box, offset) for k, offset in offsets.items()}
+        self._buf = {k: self._typed(k, self._offsets[k][0], n) if k in self._offsets else
+                     torch.zeros(n, dtype=_TORCH_DTYPES[TENSOR_DTYPES[k]], device=self._device)
                      for k, n in largest.items()}
-        self._host = {k: torch.zeros(n, dtype=self._buf[k].dtype, pin_memory=cuda) for k, n in largest.items()
-                      if k in (*STAGE1_INPUTS, *STAGE2_INPUTS)}
-        self.buffer_bytes = sum(b.numel() * b.element_size() for b in self._buf.values())
+        self._host = {k: self._typed(k, self._offsets[k][1], largest[k]).numpy() for k in self._offsets}
+        # Outputs the host reads land in pinned buffers, read through numpy views.
+        self._out = {k: torch.zeros(largest[k], dtype=self._buf[k].dtype, pin_memory=cuda) for k in _FETCHED}
+        self._sends: dict[tuple[str, int], tuple[torch.Tensor, torch.Tensor]] = {}
+        """(device, host) slices of an inbox by (its last input, elements of it): made once, so a copy is one call."""
+        self._fetches: dict[tuple[str, int], tuple[torch.Tensor, torch.Tensor, np.ndarray]] = {}
+        """(pinned host, device, numpy view of the host) slices of an output by (name, elements)."""
+        self.buffer_bytes = (sum(int(b.numel() * b.element_size()) for k, b in self._buf.items()
+                                 if k not in self._offsets) + sum(int(box.numel()) for box, _ in self._inboxes))
         self._graphs: dict[tuple[int, ...], torch.cuda.CUDAGraph] = {}
         self.pool_bytes: int | None = None
         self.uncaptured_bytes = 0
@@ -132,12 +155,40 @@ class TorchGraphEngine:
     def _view(self, name: str, dims: tuple[int, ...]) -> torch.Tensor:
         return self._buf[name][: int(np.prod(dims))].view(dims)
 
+    def _typed(self, name: str, box: torch.Tensor, count: int) -> torch.Tensor:
+        """The tensor's flat region of an inbox (device or host): ``count`` elements of its type."""
+        offset, dtype = self._offsets[name][2], TENSOR_DTYPES[name]
+        return box[offset:offset + count * np.dtype(dtype).itemsize].view(_TORCH_DTYPES[dtype])
+
     def _put(self, name: str, array: np.ndarray) -> None:
-        """Host -> the start of the tensor's flat device buffer, through its pinned staging buffer."""
-        n = array.size
-        staging = self._host[name][:n]
-        staging.copy_(torch.from_numpy(np.ascontiguousarray(array).reshape(-1)))
-        self._buf[name][:n].copy_(staging, non_blocking=True)
+        """Host -> the tensor's place in its pinned host inbox (numpy: no PyTorch call); ``_send`` copies it over."""
+        np.copyto(self._host[name][:array.size], array.reshape(-1))
+
+    def _send(self, last: str, count: int) -> None:
+        """One copy of an inbox, up to ``count`` elements of its last input ``last``, to the device.
+
+        Why inboxes. Every PyTorch call lets the GIL go and must take it back; with the event loop busy serving
+        16 clients each take-back waits for the loop's next system call, and one batch made ~25 such calls (a
+        put was four: two slices, two copies). The batch path now makes six: a copy in, a replay and a copy out
+        per stage. Under 16 clients a batch of 8 took 29.6-31.7 ms in the server against 27.1 ms alone (an H100,
+        2026-12-05, docs/BENCHMARKS.md, fifteenth pass)."""
+        pair = self._sends.get((last, count))
+        if pair is None:
+            device_box, host_box, offset = self._offsets[last]
+            end = offset + count * np.dtype(TENSOR_DTYPES[last]).itemsize
+            pair = self._sends[(last, count)] = (device_box[:end], host_box[:end])
+        pair[0].copy_(pair[1], non_blocking=True)
+
+    def _fetch(self, name: str, dims: tuple[int, ...]) -> np.ndarray:
+        """The tensor at ``dims`` on the host, one copy (synchronised) into its pinned buffer; the array is a view
+        of that buffer, good until the next fetch of the same tensor."""
+        n = int(np.prod(dims))
+        slices = self._fetches.get((name, n))
+        if slices is None:
+            host = self._out[name][:n]
+            slices = self._fetches[(name, n)] = (host, self._buf[name][:n], host.numpy())
+        slices[0].copy_(slices[1])
+        return slices[2].reshape(dims)
 
     def _call(self, shape: tuple[int, ...]) -> Callable[[], None]:
         """One stage at ``shape`` ((rows, tokens) for stage 1, (rows, tokens, frames) for stage 2), reading and
@@ -179,9 +230,9 @@ class TorchGraphEngine:
         (2026-12-04, docs/BENCHMARKS.md, tenth pass)."""
         start = time.perf_counter()
         with self._lock:
-            self._put("style", np.full(self._host["style"].numel(), 0.1, np.float32))
-            self._put("speed", np.ones(self._host["speed"].numel(), np.float32))
-            self._put("tokens", np.full(self._host["tokens"].numel(), 16, np.int64))
+            self._put("style", np.full(self._host["style"].size, 0.1, np.float32))
+            self._put("speed", np.ones(self._host["speed"].size, np.float32))
+            self._put("tokens", np.full(self._host["tokens"].size, 16, np.int64))
             shapes = self.warm_shapes()
             for shape in shapes:
                 self._warm_feeds(shape)
@@ -203,9 +254,11 @@ class TorchGraphEngine:
         """Inputs every shape can run on: full-length rows, each token one span of frames."""
         b, t = shape[0], shape[1]
         self._put("lengths", np.full(b, t, np.int64))
+        self._send(STAGE1_INPUTS[-1], self._host[STAGE1_INPUTS[-1]].size)
         if len(shape) == 3:
-            self._put("alignment", warm_alignment(b, t, shape[2]))
             self._put("frames", np.full(b, shape[2], np.int64))
+            self._put("alignment", warm_alignment(b, t, shape[2]))
+            self._send("alignment", b * t * shape[2])
 
     def _capture(self, shapes: list[tuple[int, ...]]) -> None:
         torch.cuda.synchronize(self._device)
@@ -237,8 +290,9 @@ class TorchGraphEngine:
         with self._lock:
             for name in STAGE1_INPUTS:
                 self._put(name, feeds[name])
+            self._send(STAGE1_INPUTS[-1], self._host[STAGE1_INPUTS[-1]].size)  # the whole stage-1 inbox
             self._run((rows, tokens))
-            durations = self._view("durations", (rows, tokens)).cpu().numpy()
+            durations = self._fetch("durations", (rows, tokens))
             counts, frames, groups = stage2_plan(durations, feeds["lengths"], real, tokens, self.buckets,
                                                  self.tail_frames)
             dims = tensor_dims(rows, tokens, 1)
@@ -257,12 +311,12 @@ class TorchGraphEngine:
             index = torch.from_numpy(fill).to(self._device)
             for name, whole in staged.items():
                 self._view(name, dims[name]).copy_(whole.index_select(0, index))
-        self._put("alignment", aligned)
         self._put("frames", frames[fill])
+        self._put("alignment", aligned)
+        self._send("alignment", aligned.size)
         self._run((b, tokens, f))
-        audio = self._view("audio", dims["audio"]).cpu().numpy()
-        lengths = self._view("audio_lengths", dims["audio_lengths"]).cpu().numpy()
-        return [audio[j, :lengths[j]].copy() for j in range(len(group))]
+        audio = self._fetch("audio", dims["audio"])  # audio_lengths is 600 x frames: known here
+        return [audio[j, :frames[row] * SAMPLES_PER_FRAME].copy() for j, row in enumerate(group)]
 
     def memory(self) -> EngineMemory:
         extra = {"bucket_shapes": float(len(self.shapes1) + len(self.shapes2)), "cuda_graphs": float(len(self._graphs)),
@@ -278,6 +332,10 @@ class TorchGraphEngine:
             self._graphs.clear()
             self._buf.clear()
             self._host.clear()
+            self._out.clear()
+            self._sends.clear()
+            self._fetches.clear()
+            self._inboxes.clear()
         if self._device.type == "cuda":
             torch.cuda.empty_cache()
 
