@@ -11,8 +11,9 @@ Two steps, because the GPU machine has neither the text front end's data nor a n
 With ``--engine`` it also starts the server exactly as ``serve`` does (``build_runtime`` + ``start_wyoming``,
 so text front end, scheduler and protocol are in the timing) on a free port of this process, times one-shot
 requests through the Wyoming client, alternating with eager runs, then closed-loop clients at each
-concurrency level. (``benchmarks/gpu_stages.py`` times the stage graphs themselves; this is the
-end-to-end row.)
+concurrency level, logging the scheduler's batches at each (``BatchLog``), and last times the engine alone by
+batch size, the server idle: what a batch costs in the busy server against what it costs by itself.
+(``benchmarks/gpu_stages.py`` times the stage graphs themselves; this is the end-to-end row.)
 """
 
 from __future__ import annotations

@@ -37,10 +37,13 @@
 #        fixed cost, clients in the process and in a child: the GPU host's own ceiling (no GPU used);
 #   IC:  (after a compiled step, same machine) inductor's cache as inductor.tar.xz.N parts of 15 MiB: kept here under
 #        .gpu/ic/ and carried (with any call before the compiled step), a fresh machine's compiled step starts with
-#        it (the fourteenth pass: 337 s to start without, 96-122 s with);
+#        it (the fourteenth pass: 337 s to start without, 96-122 s with). Inductor keys its cache on the compiled
+#        stages' inputs, their layout included: parts taken before a9a17a8 (inputs as views into one inbox per
+#        stage) are not reused after it (fifteenth pass: the first run with it was still compiling at 290 s);
 # Since the fourteenth pass the compiled steps (C, CM, CL, CX, PM) run calls of one row on eager kernels
 # (engine.torch_eager_rows, default 1); a config with torch_eager_rows: 0 gives the earlier passes' engine.
-# Each step leaves gpu-table-STEP.json, its log and the server's wavs for the ear in $OUT.
+# Each step leaves gpu-table-STEP.json (since the fifteenth pass with the scheduler's batches per load level and the
+# engine alone by batch size), its log and the server's wavs for the ear in $OUT.
 # usage (from the checkout's root): bash benchmarks/h200_torch.sh STEP   (.gpu/code is not needed: the tree travels)
 set -uo pipefail
 step=$1 pack=/opt/pack root=$PWD code=$PWD  # the working tree travels with every call

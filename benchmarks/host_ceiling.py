@@ -9,7 +9,13 @@ GPU: the stand-in returns real audio (the sentence's, rendered once by the CPU e
 ``slots`` (1) and ``max_batch`` (16). Load levels run with the clients in this process (as ``gpu_table.py``
 does), then in a child process (as real clients are).
 
-    python benchmarks/host_ceiling.py [--base-ms 15 --row-ms 1.5] [--clients 1,4,16] [--requests 256] [--out F]
+A measured engine's own costs by row bucket (``--costs``, from ``gpu_table.py``'s engine-alone timings) ask
+whether the server would serve 16 clients at the rate that engine allows (fifteenth pass: 294 QPS against the
+real engine's 220); ``--waits`` and ``--hops`` split a call into several GIL take-backs as PyTorch calls make
+them; ``--set`` changes a server setting (e.g. the scheduler's preferred batch sizes).
+
+    python benchmarks/host_ceiling.py [--base-ms 15 --row-ms 1.5 | --costs 1:19.6,4:21,8:27.1,16:50.2]
+        [--waits N --hops N] [--set KEY=VALUE ...] [--clients 1,4,16] [--requests 256] [--out F]
     bash benchmarks/h200_torch.sh HC      # on the GPU machine, its host (the pack's data, no GPU used)
 """
 
