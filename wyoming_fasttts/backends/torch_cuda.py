@@ -251,7 +251,11 @@ class TorchGraphEngine:
                      "?" if self.pool_bytes is None else f"{self.pool_bytes / 2**20:.0f}")
 
     def _warm_feeds(self, shape: tuple[int, ...]) -> None:
-        """Inputs every shape can run on: full-length rows, each token one span of frames."""
+        """Inputs every shape can run on: full-length rows, each token one span of frames. The host inboxes are
+        rewritten here, so the last shape's copies out of them must have run first (a batch's own fetches see to
+        that on the request path)."""
+        if self._device.type == "cuda":
+            torch.cuda.synchronize(self._device)
         b, t = shape[0], shape[1]
         self._put("lengths", np.full(b, t, np.int64))
         self._send(STAGE1_INPUTS[-1], self._host[STAGE1_INPUTS[-1]].size)
