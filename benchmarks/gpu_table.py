@@ -11,8 +11,10 @@ Two steps, because the GPU machine has neither the text front end's data nor a n
 With ``--engine`` it also starts the server exactly as ``serve`` does (``build_runtime`` + ``start_wyoming``,
 so text front end, scheduler and protocol are in the timing) on a free port of this process, times one-shot
 requests through the Wyoming client, alternating with eager runs, then closed-loop clients at each
-concurrency level, logging the scheduler's batches at each (``BatchLog``), and last times the engine alone by
-batch size, the server idle: what a batch costs in the busy server against what it costs by itself.
+concurrency level, with the clients in this process and then in a child process (as a user's are: elsewhere,
+not on the server's event loop and GIL), logging the scheduler's batches at each (``BatchLog``), and last times
+the engine alone by batch size, the server idle: what a batch costs in the busy server against what it costs by
+itself.
 (``benchmarks/gpu_stages.py`` times the stage graphs themselves; this is the end-to-end row.)
 """
 
@@ -126,7 +128,7 @@ async def _with_server(args: argparse.Namespace, eager: Eager, text_items: list[
                        report: dict) -> None:
     """Our server in this process; one-shot requests alternate with eager runs, then the load levels."""
     from wyoming_fasttts.backends.memory import Nvml
-    from wyoming_fasttts.bench.load import BatchLog, load, one
+    from wyoming_fasttts.bench.load import BatchLog, load, load_from_child, one
     from wyoming_fasttts.bench.servers import free_port
     from wyoming_fasttts.server.app import start_wyoming
     from wyoming_fasttts.server.runtime import build_runtime
@@ -168,12 +170,13 @@ async def _with_server(args: argparse.Namespace, eager: Eager, text_items: list[
                                 "engine": runtime.scheduler.engine.name, "batches": batches.take()}
         if nvml is not None:
             report["process_gpu_mib"] = round((nvml.read()[3] or 0) / 2**20, 1)
-        report["load"] = []
-        for clients in (int(c) for c in args.concurrency.split(",") if c):
-            batches.take()
-            result = await load(uri, text, clients, max(args.requests, 2 * clients))
-            report["load"].append({**load_row(result), "batches": batches.take()})
-            print(f"c={clients}: {report['load'][-1]}", flush=True)
+        for key, run in (("load", load), ("load_from_child", load_from_child)):  # the clients here, then elsewhere
+            report[key] = []
+            for clients in (int(c) for c in args.concurrency.split(",") if c):
+                batches.take()
+                result = await run(uri, text, clients, max(args.requests, 2 * clients))
+                report[key].append({**load_row(result), "batches": batches.take()})
+                print(f"{key} c={clients}: {report[key][-1]}", flush=True)
         report["engine_alone"] = await asyncio.to_thread(_engine_alone, engine, text_items, args.alone_runs)
         alone = {k: f"{v['p50']:.1f} / {v['p95']:.1f}" for k, v in report["engine_alone"].items()}
         print(f"engine alone (no server around it), p50 / p95 ms by batch size: {alone}", flush=True)
@@ -213,11 +216,12 @@ def measure(args: argparse.Namespace) -> None:
              f"{r['p99']:.1f}", f"{r['rtf']:.4f}", r.get("peak_alloc_mib")] for name, r in report["rows"].items()]
     print("\n".join(md_table(f"{report.get('gpu', args.device)}, {inputs['text']}",
                               ["row", "runs", "mean ± std ms", "p50", "p95", "p99", "RTF", "peak alloc MiB"], rows)))
-    for row in report.get("load", []):
-        sizes = ", ".join(f"{k} x{v['batches']} ({v['engine_p50_ms']:.1f} / {v['engine_p95_ms']:.1f} ms)"
-                          for k, v in row["batches"].items())
-        print(f"c={row['clients']}: {row['qps']:.1f} QPS, p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms; "
-              f"batches by size (engine p50 / p95): {sizes}")
+    for where, key in (("clients in-process", "load"), ("clients in a child", "load_from_child")):
+        for row in report.get(key, []):
+            sizes = ", ".join(f"{k} x{v['batches']} ({v['engine_p50_ms']:.1f} / {v['engine_p95_ms']:.1f} ms)"
+                              for k, v in row["batches"].items())
+            print(f"{where}, c={row['clients']}: {row['qps']:.1f} QPS, p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} "
+                  f"ms; batches by size (engine p50 / p95): {sizes}")
     for key in ("replay", "server_start_s", "server_gpu_mib", "before_server_gpu_mib", "process_gpu_mib"):
         if key in report:
             print(f"{key}: {report[key]}")

@@ -43,7 +43,8 @@
 # Since the fourteenth pass the compiled steps (C, CM, CL, CX, PM) run calls of one row on eager kernels
 # (engine.torch_eager_rows, default 1); a config with torch_eager_rows: 0 gives the earlier passes' engine.
 # Each step leaves gpu-table-STEP.json (since the fifteenth pass with the scheduler's batches per load level and the
-# engine alone by batch size), its log and the server's wavs for the ear in $OUT.
+# engine alone by batch size; since 2026-12-05 evening each level also with its clients in a child process, as a
+# user's are elsewhere: "load_from_child"), its log and the server's wavs for the ear in $OUT.
 # usage (from the checkout's root): bash benchmarks/h200_torch.sh STEP   (.gpu/code is not needed: the tree travels)
 set -uo pipefail
 step=$1 pack=/opt/pack root=$PWD code=$PWD  # the working tree travels with every call

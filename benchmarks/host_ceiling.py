@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wyoming_fasttts.backends.base import EngineMemory
 from wyoming_fasttts.backends.memory import process_rss_bytes
-from wyoming_fasttts.bench.load import BatchLog, load, one
+from wyoming_fasttts.bench.load import BatchLog, load, load_from_child, one
 from wyoming_fasttts.bench.report import summary_ms
 from wyoming_fasttts.bench.run import WELCOME
 from wyoming_fasttts.bench.servers import free_port
@@ -78,21 +78,6 @@ class StandIn:
         pass
 
 
-def _child(uri: str, clients: int, requests: int, queue: mp.Queue) -> None:
-    result = asyncio.run(load(uri, WELCOME, clients, requests))
-    queue.put((result.qps, [s.latency_s for s in result.samples]))
-
-
-async def _child_load(uri: str, clients: int, requests: int) -> tuple[float, list[float]]:
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_child, args=(uri, clients, requests, queue))
-    proc.start()
-    result = await asyncio.to_thread(queue.get)
-    proc.join()
-    return result
-
-
 async def measure(args: argparse.Namespace) -> dict:
     from wyoming_fasttts.server.app import start_wyoming
     from wyoming_fasttts.server.runtime import build_runtime
@@ -127,11 +112,8 @@ async def measure(args: argparse.Namespace) -> dict:
             for clients in (int(c) for c in args.clients.split(",")):
                 batches.take()
                 requests = max(args.requests, 2 * clients)
-                if where == "in-process":
-                    result = await load(uri, WELCOME, clients, requests)
-                    qps, latencies = result.qps, [s.latency_s for s in result.samples]
-                else:
-                    qps, latencies = await _child_load(uri, clients, requests)
+                result = await (load if where == "in-process" else load_from_child)(uri, WELCOME, clients, requests)
+                qps, latencies = result.qps, [s.latency_s for s in result.samples]
                 row = {"clients": clients, "where": where, "qps": qps, **summary_ms(latencies),
                        "batches": batches.take()}
                 report["levels"].append(row)

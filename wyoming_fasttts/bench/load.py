@@ -8,6 +8,7 @@ that whatever else the machine is doing slows both alike and the ratios stay mea
 from __future__ import annotations
 
 import asyncio
+import multiprocessing as mp
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -140,6 +141,24 @@ async def load(uri: str, text: str, clients: int, requests: int) -> LoadResult:
     window_end = max(ends)
     finished = sum(1 for end in ends if end > window_start)
     return LoadResult(clients, timed, finished, window_end - window_start)
+
+
+def _load_into(queue: mp.Queue[LoadResult], uri: str, text: str, clients: int, requests: int) -> None:
+    queue.put(asyncio.run(load(uri, text, clients, requests)))
+
+
+async def load_from_child(uri: str, text: str, clients: int, requests: int) -> LoadResult:
+    """``load`` with the clients in a child process, as a user's clients are elsewhere: a server benchmarked in the
+    benchmark's own process otherwise shares its event loop and its GIL with its clients."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_load_into, args=(queue, uri, text, clients, requests), daemon=True)
+    child.start()
+    try:
+        result: LoadResult = await asyncio.to_thread(queue.get)
+    finally:
+        await asyncio.to_thread(child.join)
+    return result
 
 
 async def first_audio(uris: dict[str, str], texts: dict[str, str], rounds: int) -> dict[str, dict[str, list[Sample]]]:
