@@ -32,8 +32,9 @@ from wyoming_fasttts.text import normalize, phonemize
 from wyoming_fasttts.voices import VoiceBank
 
 # Stage 2 takes at most 256 row-frames a call: two short rows share one call at the 128-frame bucket, a long row
-# (over 128 frames) takes a call of its own, so a batch of one of each is split in two and gathered.
-SMALL = {"engine.buckets.rows": [1, 2], "engine.buckets.tokens": [128], "engine.buckets.frames": [128, 256],
+# (over 128 frames) takes a call of its own, so a batch of one of each is split in two and gathered. Short rows take
+# the 64-token bucket in stage 1 and are padded to 128 tokens for stage 2.
+SMALL = {"engine.buckets.rows": [1, 2], "engine.buckets.tokens": [64, 128], "engine.buckets.frames": [128, 256],
          "engine.max_tokens": 126, "engine.max_frames": 256, "engine.batch_frames": 256, "engine.tail_frames": 0,
          "scheduler.max_batch": 2, "scheduler.preferred_batch_sizes": [2]}
 SHORT = [("好的。", "zf_xiaobei"), ("打开客厅的灯。", "zm_yunxi")]
@@ -64,7 +65,9 @@ def _same_as_alone(reference: ReferenceModel, item: SynthesisItem, audio: np.nda
 def test_the_cpu_build_runs_every_bucket_shape_eagerly(setup) -> None:
     engine, _, _ = setup
     assert (engine.device, engine.compiled, engine.graphs) == ("cpu", False, False)
-    assert len(engine.warm_shapes()) == len(engine.shapes1) + len(engine.shapes2) == 2 + 3
+    # Stage 2's shapes do not multiply by the token buckets: it takes every row at the largest.
+    assert len(engine.warm_shapes()) == len(engine.shapes1) + len(engine.shapes2) == 4 + 3
+    assert {tokens for _, tokens, _ in engine.shapes2} == {engine.stage2_tokens} == {128}
     assert engine.memory().extra["cuda_graphs"] == 0
 
 

@@ -179,11 +179,15 @@ def warm_alignment(b: int, t: int, f: int) -> np.ndarray:
 
 
 def call_rows(group: np.ndarray, b: int, tokens: int, f: int, counts: list[np.ndarray],
-              frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+              frames: np.ndarray, out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The rows one stage-2 call runs (``group``, padded to ``b`` rows by repeating its first: stage 1's extra
-    rows already do) and their alignment [b, tokens, f]."""
+    rows already do) and their alignment [b, tokens, f], written into ``out`` (e.g. a pinned buffer) if given."""
     fill = np.concatenate([group, np.repeat(group[:1], b - len(group))])
-    aligned = np.zeros((b, tokens, f), np.float32)
+    if out is None:
+        aligned = np.zeros((b, tokens, f), np.float32)
+    else:
+        aligned = out
+        aligned.fill(0.0)
     for j, row in enumerate(fill):
         aligned[j, :len(counts[row]), :frames[row]] = alignment(counts[row])[0]
     return fill, aligned

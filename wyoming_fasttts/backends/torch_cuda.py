@@ -13,9 +13,11 @@ The model is the reference (``export.reference``: kokoro's code with the shipped
 batched graphs are exported from, so rows, buckets, masks and the host step between the stages are those of
 every other GPU engine, and doctor holds its audio to the CPU reference the same way:
 
-* every batch is padded to a bucket shape (``buckets``; exact: the stages take per-row lengths);
-* every tensor has one flat device buffer sized for its largest bucket, and each shape views its start;
-  stage 2 reads stage 1's d, t_en and style where they lie;
+* every batch is padded to a bucket shape (``buckets``; exact: the stages take per-row lengths), stage 2's at the
+  largest token bucket whatever stage 1's was (``stage2_tokens``): 16 + 20 shapes at the shipped buckets, where the
+  ONNX Runtime and TensorRT engines have 16 + 69;
+* every tensor has one flat device buffer sized for its largest bucket, and each shape views its start (the
+  host's inputs lie in one inbox per stage, ``_send``); stage 2 reads stage 1's d, t_en and style where they lie;
 * ``compile`` (``engine.torch_compile``): both stages compiled by inductor once, with dynamic shapes, so the
   bucket shapes share one compile (each LSTM is a graph break, dynamo does not trace RNNs, so it runs as
   PyTorch's own kernel between fused parts). Calls of up to ``eager_rows`` rows (``engine.torch_eager_rows``)
@@ -82,6 +84,8 @@ _LOGGER = logging.getLogger(__name__)
 _TORCH_DTYPES: dict[type, torch.dtype] = {np.int64: torch.int64, np.float32: torch.float32}
 _INBOXES = (STAGE1_INPUTS, ("frames", "alignment"))
 """What the host sends each stage, one inbox each, in layout order (stage 2's d, t_en and style are on the device)."""
+_TOKEN_AXIS = {"d": 1, "t_en": 2}
+"""The token axis of the stage-1 outputs stage 2 reads where they lie (d [B, T, 640], t_en [B, 512, T])."""
 _FETCHED = ("durations", "audio")
 """What the host reads back: stage 1's durations for the host step, stage 2's audio."""
 
@@ -110,7 +114,13 @@ class TorchGraphEngine:
         self.weights_bytes = _unique_bytes(stage1, stage2)
         self._eager = (stage1, stage2)
         self._compiled = (_compiled(stage1), _compiled(stage2)) if compile else self._eager
-        self.shapes1, self.shapes2 = buckets.stage1_shapes(), buckets.stage2_shapes()
+        self.stage2_tokens = buckets.tokens[-1]
+        """Stage 2 takes every row's tokens padded to the largest bucket. It uses tokens only in two matrix products
+        with the alignment (the rest is per frame), so padding costs it little, and the token buckets need no
+        stage-2 shapes of their own: 20 captured graphs instead of 69 at the shipped buckets, each of which held
+        ~12 MiB of the driver's (eleventh pass). Stage 1 writes d and t_en in that layout."""
+        self.shapes1 = buckets.stage1_shapes()
+        self.shapes2 = sorted({(b, self.stage2_tokens, f) for b, _, f in buckets.stage2_shapes()})
         all_dims = [tensor_dims(b, t, 1) for b, t in self.shapes1] + [tensor_dims(*s) for s in self.shapes2]
         largest = {k: max(int(np.prod(d[k])) for d in all_dims) for k in TENSOR_DTYPES}
         # The inputs from the host lie in one device inbox per stage, mirrored by one pinned host inbox: a stage's
@@ -198,13 +208,21 @@ class TorchGraphEngine:
         module, inputs, outputs = ((modules[1], STAGE2_INPUTS, STAGE2_OUTPUTS) if len(shape) == 3
                                    else (modules[0], STAGE1_INPUTS, STAGE1_OUTPUTS))
         feeds = [self._view(k, dims[k]) for k in inputs]
-        targets = [self._view(k, dims[k]) for k in outputs]
+        targets = [self._stage1_target(k, *shape) if len(shape) == 2 else self._view(k, dims[k]) for k in outputs]
 
         def call() -> None:
             for target, value in zip(targets, module(*feeds), strict=True):
                 target.copy_(value)
 
         return call
+
+    def _stage1_target(self, name: str, rows: int, tokens: int) -> torch.Tensor:
+        """Where stage 1 at (``rows``, ``tokens``) writes ``name``: d and t_en in stage 2's layout (their token axis
+        ``stage2_tokens`` long, this call's ``tokens`` first), durations as they are."""
+        if name not in _TOKEN_AXIS:
+            return self._view(name, tensor_dims(rows, tokens, 1)[name])
+        whole = self._view(name, tensor_dims(rows, self.stage2_tokens, 1)[name])
+        return whole.narrow(_TOKEN_AXIS[name], 0, tokens)
 
     def _run(self, shape: tuple[int, ...]) -> None:
         graph = self._graphs.get(shape)
@@ -299,25 +317,26 @@ class TorchGraphEngine:
             durations = self._fetch("durations", (rows, tokens))
             counts, frames, groups = stage2_plan(durations, feeds["lengths"], real, tokens, self.buckets,
                                                  self.tail_frames)
-            dims = tensor_dims(rows, tokens, 1)
+            dims = tensor_dims(rows, self.stage2_tokens, 1)
             staged = {k: self._view(k, dims[k]).clone() for k in ("d", "t_en", "style")} if len(groups) > 1 else {}
-            audio = run_groups(groups, real, lambda group, b, f: self._stage2(group, b, tokens, f, counts, frames,
-                                                                              staged))
+            audio = run_groups(groups, real, lambda group, b, f: self._stage2(group, b, f, counts, frames, staged))
         return [(audio[row], counts[row]) for row in range(real)]
 
-    def _stage2(self, group: np.ndarray, b: int, tokens: int, f: int, counts: list[np.ndarray],
-                frames: np.ndarray, staged: dict[str, torch.Tensor]) -> list[np.ndarray]:
-        """One stage-2 call (``call_rows``). Where the rows are split over several calls, each call's rows are
-        gathered to the front of d, t_en and style on the device first."""
-        fill, aligned = call_rows(group, b, tokens, f, counts, frames)
+    def _stage2(self, group: np.ndarray, b: int, f: int, counts: list[np.ndarray], frames: np.ndarray,
+                staged: dict[str, torch.Tensor]) -> list[np.ndarray]:
+        """One stage-2 call (``call_rows``, the alignment written straight into the pinned inbox). Where the rows are
+        split over several calls, each call's rows are gathered to the front of d, t_en and style on the device
+        first."""
+        tokens = self.stage2_tokens
         dims = tensor_dims(b, tokens, f)
+        inbox = self._host["alignment"][:b * tokens * f].reshape(dims["alignment"])
+        fill, _ = call_rows(group, b, tokens, f, counts, frames, out=inbox)
         if staged:
             index = torch.from_numpy(fill).to(self._device)
             for name, whole in staged.items():
                 self._view(name, dims[name]).copy_(whole.index_select(0, index))
         self._put("frames", frames[fill])
-        self._put("alignment", aligned)
-        self._send("alignment", aligned.size)
+        self._send("alignment", inbox.size)
         self._run((b, tokens, f))
         audio = self._fetch("audio", dims["audio"])  # audio_lengths is 600 x frames: known here
         return [audio[j, :frames[row] * SAMPLES_PER_FRAME].copy() for j, row in enumerate(group)]
