@@ -53,10 +53,10 @@ class StandIn:
 
     name, device, slots, max_batch = "stand-in", "none", 1, 16
 
-    def __init__(self, audio: dict[int, np.ndarray], base_s: float, row_s: float, waits: int = 1,
-                 hops: int = 0) -> None:
+    def __init__(self, audio: dict[int, np.ndarray], base_s: float, row_s: float, costs: dict[int, float],
+                 waits: int = 1, hops: int = 0) -> None:
         self.audio, self.base_s, self.row_s, self.waits, self.hops = audio, base_s, row_s, waits, hops
-        self.costs: dict[int, float] = {}
+        self.costs = costs
         """Seconds a call costs by row bucket (a measured engine's); rows above the largest: base + row cost."""
 
     def warmup(self) -> None:
@@ -96,14 +96,15 @@ async def measure(args: argparse.Namespace) -> dict:
     items = [SynthesisItem(s.ids, voices.style(settings.voice.default, len(s.ids)))
              for s in await asyncio.to_thread(runtime.synth.sentences, WELCOME)]
     audio = dict(zip(map(len, items), await asyncio.to_thread(runtime.engine.run, items), strict=True))
-    stand_in = StandIn(audio, args.base_ms / 1e3, args.row_ms / 1e3, args.waits, args.hops)
-    stand_in.costs = {int(b): float(ms) / 1e3 for b, ms in (c.split(":") for c in args.costs.split(",") if c)}
+    costs = {int(b): float(ms) / 1e3 for b, ms in (c.split(":") for c in args.costs.split(",") if c)}
+    stand_in = StandIn(audio, args.base_ms / 1e3, args.row_ms / 1e3, costs, args.waits, args.hops)
     if args.switch_ms:
         sys.setswitchinterval(args.switch_ms / 1e3)
     await asyncio.to_thread(runtime.scheduler.swap_engine(stand_in).wait)  # the CPU engine closed
     server = await start_wyoming(runtime)
     report: dict = {"machine": platform.node(), "cpus": mp.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M"),
-                    "text": WELCOME, "base_ms": args.base_ms, "row_ms": args.row_ms, "waits": args.waits,
+                    "text": WELCOME, "base_ms": args.base_ms, "row_ms": args.row_ms, "costs": args.costs,
+                    "waits": args.waits, "hops": args.hops, "set": args.set,
                     "switch_ms": sys.getswitchinterval() * 1e3, "levels": []}
     try:
         for _ in range(10):
