@@ -1240,6 +1240,8 @@ def test_sensor_readings_keep_their_names_apart_and_devices_their_addresses() ->
     assert normalize("MAC 00:1A:2B:3C:4D:5E") == "MAC零零冒号幺A冒号二B冒号三C冒号四D冒号五E"
     assert normalize("检测到运动 @ 车库") == "检测到运动在车库"
     assert normalize("user@qq.com") == "user艾特qq点com"  # inside an address @ is named
+    # Food energy from a fitness or scale integration: had been letters, and Kcal read its number digit by digit.
+    assert normalize("今日消耗 456 kcal，早餐 1 Kcal") == "今日消耗四百五十六大卡，早餐一大卡"
 
 
 
