@@ -236,6 +236,10 @@ class _Rules:
             (re.compile(rf"(?<![A-Za-z\d.])({_NUM})((?:\s*[×xX]\s*{_NUM})+)(?![\d.])"), self._times),
             # x after a number is 倍 (1.5x → 一点五倍, 2x → 两倍).
             (re.compile(r"(?<![A-Za-z\d.])(\d+(?:\.\d+)?)\s?[xX](?![A-Za-z\d])"), lambda m: m[1] + "倍"),
+            # A span in letter units, as sleep and timer sensors write it (7h 32m, 1h 5m 20s, 3m 20s): m after hours or
+            # before seconds is minutes, not metres (睡眠 7h 32m had been 七小时三十二米).
+            (re.compile(r"(?<![A-Za-z\d.])(?:(\d+)\s*h\s*(\d+)\s*m(?:\s*(\d+)\s*s)?|(\d+)\s*m\s*(\d+)\s*s)(?![A-Za-z\d])"),
+             lambda m: _letter_span(m[1], m[2], m[3]) if m[1] else _letter_span(None, m[4], m[5])),
             # UTC+8, GMT-5: an offset, 加/减 and its hours. Written with minutes (UTC+05:30, UTC-03:00) it is a span of
             # hours and minutes, said so (加五小时三十分, 减三小时): not a clock time, and its sign is said.
             (re.compile(r"(?<![A-Za-z])(UTC|GMT)\s*([+-])\s*(\d{1,2})(?:[:：]?(\d{2}))?(?![\d:])"), self._utc_offset),
@@ -843,6 +847,13 @@ def _countdown(*parts: str | None) -> str:
     part is not said."""
     values = [p for p in parts if p is not None]
     return _span(values, ("小时", "分", "秒")[-len(values) :]) or "零秒"
+
+
+def _letter_span(hours: str | None, minutes: str, seconds: str | None) -> str:
+    """7h 32m → 七小时三十二分钟, 3m 20s → 三分二十秒: minutes said 分钟 where they end the span, as a duration is."""
+    parts = [(hours, "小时"), (minutes, "分" if seconds else "分钟"), (seconds, "秒")]
+    present = [(v, u) for v, u in parts if v is not None]
+    return _span([v for v, _ in present], [u for _, u in present]) or "零秒"
 
 
 def _span(values: Sequence[str], units: Sequence[str]) -> str:

@@ -1240,6 +1240,9 @@ def test_sensor_readings_keep_their_names_apart_and_devices_their_addresses() ->
     assert normalize("MAC 00:1A:2B:3C:4D:5E") == "MAC零零冒号幺A冒号二B冒号三C冒号四D冒号五E"
     assert normalize("检测到运动 @ 车库") == "检测到运动在车库"
     assert normalize("user@qq.com") == "user艾特qq点com"  # inside an address @ is named
+    # Sleep and timers in letter units: m after hours or before seconds is minutes (had been 米).
+    assert normalize("睡眠 7h 32m，深睡 1h 0m，计时 3m 20s") == "睡眠七小时三十二分钟，深睡一小时，计时三分二十秒"
+    assert normalize("窗高 3m，还剩 1h 25min") == "窗高三米，还剩一小时二十五分钟"
     # Food energy from a fitness or scale integration: had been letters, and Kcal read its number digit by digit.
     assert normalize("今日消耗 456 kcal，早餐 1 Kcal") == "今日消耗四百五十六大卡，早餐一大卡"
 
