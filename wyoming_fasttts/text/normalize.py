@@ -527,15 +527,17 @@ class _Rules:
         return m[1] + _read_code(m[2])
 
     def _month_day(self, m: re.Match[str]) -> str:
-        """5/20 and 12-25 are dates when they can only be one (day 13–31); 1/5 stays a fraction, and a dash pair that
-        counts or measures something (10-15分钟, 12-25℃, 第1-15集) a range."""
+        """5/20 and 12-25 are dates when they can only be one (day 13–31), and so is 12/08 (no fraction is written
+        with a zero before a digit); 1/5 stays a fraction, and a dash pair that counts or measures something
+        (10-15分钟, 12-25℃, 第1-15集) a range."""
         month, sep, day = m.groups()
         before, after = m.string[: m.start()], m.string[m.end() :]
         if sep == "-" and 1 <= int(month) <= 12 and 1 <= int(day) <= 31 and self._dated(after, before):
             return f"{cardinal(month)}月{cardinal(day)}"
         if sep == "-" and (self._counts(after) or _after_ordinal(before)):
             return m[0]
-        if 1 <= int(month) <= 12 and 13 <= int(day) <= 31 and not _FRACTION_AFTER.match(after):
+        days = range(1, 32) if sep == "/" and "0" in (month[0], day[0]) else range(13, 32)  # 12/08: zero-padded
+        if 1 <= int(month) <= 12 and int(day) in days and not _FRACTION_AFTER.match(after):
             return _date(month, day)
         # 12-05 stays a range, of two numbers: the zero is a date's padding, not a code's digit (十二到五).
         return f"{int(month)}-{int(day)}" if sep == "-" else m[0]

@@ -1240,6 +1240,8 @@ def test_sensor_readings_keep_their_names_apart_and_devices_their_addresses() ->
     assert normalize("MAC 00:1A:2B:3C:4D:5E") == "MAC零零冒号幺A冒号二B冒号三C冒号四D冒号五E"
     assert normalize("检测到运动 @ 车库") == "检测到运动在车库"
     assert normalize("user@qq.com") == "user艾特qq点com"  # inside an address @ is named
+    # A zero-padded m/d is a date, as no fraction is written so (had been 八分之十二); 1/5 stays a fraction.
+    assert normalize("快递预计 12/08 送达，约占 1/5") == "快递预计十二月八日送达，约占五分之一"
     # Sleep and timers in letter units: m after hours or before seconds is minutes (had been 米).
     assert normalize("睡眠 7h 32m，深睡 1h 0m，计时 3m 20s") == "睡眠七小时三十二分钟，深睡一小时，计时三分二十秒"
     assert normalize("窗高 3m，还剩 1h 25min") == "窗高三米，还剩一小时二十五分钟"
