@@ -640,6 +640,10 @@ class _Rules:
         # A countdown's first part may be minutes past 24 (还剩 45:20 → 四十五分二十秒): no clock, and no ratio either.
         if self.countdown_before.search(m.string[: m.start()]):
             return _countdown(h, mi, s) + (half or "")
+        # Whole minutes past 24 (番茄钟 25:00, 定时器：90:00 后) are a timer's minutes and seconds: no clock, and no
+        # ratio is written with :00 (二十五比零 had been said).
+        if int(h) > 24 and mi == "00" and not s:
+            return _countdown(h, mi) + (half or "")
         if int(h) > 24:
             return f"{cardinal(h)}比{cardinal(mi)}" + (f"比{cardinal(s)}" if s else "")
         out = self._half_of_day(h, half, m.string[: m.start()]) + cardinal(h, liang=True) + "点"
@@ -926,7 +930,11 @@ _NUMBER_DASH = re.compile(r"(?<=[\d日号])\s*[—―](?=\s*\d)")
 # stands for; its name had been read (温度&nbsp;25℃ → 温度和nbsp，…). Only the full form with its semicolon.
 _ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z\d]{1,31});")
 # A circled number starting a line (① 取快递) is a list marker, read as "1." is; NFKC would make it a bare 1.
-_CIRCLED_ITEM = re.compile(r"(?m)^([ \t]*)([\u2460-\u2473\u2776-\u277f\u2780-\u2793])")
+_CIRCLED = "[\u2460-\u2473\u2776-\u277f\u2780-\u2793]"
+_CIRCLED_ITEM = re.compile(rf"(?m)^([ \t]*)({_CIRCLED})")
+# ... and one inside a line after a space or a list's punctuation (结果：①客厅灯 ②卧室灯) a marker between pauses; the
+# items had run together (一客厅灯二卧室灯).
+_CIRCLED_INLINE = re.compile(rf"(?<=[\s：:，,、；;])({_CIRCLED})")
 
 
 # A vulgar fraction (½, ¾), after a whole number or alone: NFKC makes ¼ "1⁄4", whose digits were read as 一四, and
@@ -959,6 +967,7 @@ def normalize(text: str) -> str:
     text = _VULGAR.sub(_vulgar, text)
     text = _POWER.sub(_power, text)
     text = _CIRCLED_ITEM.sub(lambda m: m[1] + str(int(unicodedata.numeric(m[2]))) + ".", text)
+    text = _CIRCLED_INLINE.sub(lambda m: "，" + str(int(unicodedata.numeric(m[1]))) + "，", text)
     text = unicodedata.normalize("NFKC", rules.pre.sub(lambda m: rules.d["pre_nfkc"][m[0]], text))
     for pattern, reader in rules.rules:
         text = pattern.sub(reader, text)

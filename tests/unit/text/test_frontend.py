@@ -1240,6 +1240,13 @@ def test_sensor_readings_keep_their_names_apart_and_devices_their_addresses() ->
     assert normalize("MAC 00:1A:2B:3C:4D:5E") == "MAC零零冒号幺A冒号二B冒号三C冒号四D冒号五E"
     assert normalize("检测到运动 @ 车库") == "检测到运动在车库"
     assert normalize("user@qq.com") == "user艾特qq点com"  # inside an address @ is named
+
+
+def test_sensor_and_assistant_texts_read_as_said() -> None:
+    """Found probing announcement and reply texts (2026-12-05): each had been misread as its comment says."""
+    # An assistant's inline list and a timer's whole minutes (had been 一客厅灯二卧室灯 and 二十五比零).
+    assert normalize("找到 2 个：①客厅灯 ②卧室灯") == "找到两个，一，客厅灯，二，卧室灯"
+    assert normalize("番茄钟 25:00 后提醒，比分 3:1") == "番茄钟二十五分后提醒，比分三比一"
     # A zero-padded m/d is a date, as no fraction is written so (had been 八分之十二); 1/5 stays a fraction.
     assert normalize("快递预计 12/08 送达，约占 1/5") == "快递预计十二月八日送达，约占五分之一"
     # Sleep and timers in letter units: m after hours or before seconds is minutes (had been 米).
@@ -1247,7 +1254,6 @@ def test_sensor_readings_keep_their_names_apart_and_devices_their_addresses() ->
     assert normalize("窗高 3m，还剩 1h 25min") == "窗高三米，还剩一小时二十五分钟"
     # Food energy from a fitness or scale integration: had been letters, and Kcal read its number digit by digit.
     assert normalize("今日消耗 456 kcal，早餐 1 Kcal") == "今日消耗四百五十六大卡，早餐一大卡"
-
 
 
 def test_latin_abbreviations_are_not_sentence_stops() -> None:
