@@ -189,6 +189,10 @@ class TorchGraphEngine:
             pair = self._sends[(last, count)] = (device_box[:end], host_box[:end])
         pair[0].copy_(pair[1], non_blocking=True)
 
+    def _send_stage1(self) -> None:
+        """The whole stage-1 inbox (~80 kB at the shipped buckets: no prefix worth cutting)."""
+        self._send(STAGE1_INPUTS[-1], self._host[STAGE1_INPUTS[-1]].size)
+
     def _fetch(self, name: str, dims: tuple[int, ...]) -> np.ndarray:
         """The tensor at ``dims`` on the host, one copy (synchronised) into its pinned buffer; the array is a view
         of that buffer, good until the next fetch of the same tensor."""
@@ -276,7 +280,7 @@ class TorchGraphEngine:
             torch.cuda.synchronize(self._device)
         b, t = shape[0], shape[1]
         self._put("lengths", np.full(b, t, np.int64))
-        self._send(STAGE1_INPUTS[-1], self._host[STAGE1_INPUTS[-1]].size)
+        self._send_stage1()
         if len(shape) == 3:
             self._put("frames", np.full(b, shape[2], np.int64))
             self._put("alignment", warm_alignment(b, t, shape[2]))
@@ -312,7 +316,7 @@ class TorchGraphEngine:
         with self._lock:
             for name in STAGE1_INPUTS:
                 self._put(name, feeds[name])
-            self._send(STAGE1_INPUTS[-1], self._host[STAGE1_INPUTS[-1]].size)  # the whole stage-1 inbox
+            self._send_stage1()
             self._run((rows, tokens))
             durations = self._fetch("durations", (rows, tokens))
             counts, frames, groups = stage2_plan(durations, feeds["lengths"], real, tokens, self.buckets,

@@ -11,12 +11,10 @@ import asyncio
 import multiprocessing as mp
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..client import say
+from .report import summary_ms
 
 
 @dataclass(frozen=True)
@@ -39,11 +37,6 @@ class Sample:
     def rtf(self) -> float:
         """Real-time factor: time to synthesise over the duration of the audio returned."""
         return self.latency_s / self.audio_s
-
-
-_SPREAD: dict[str, Callable[[np.ndarray], float]] = {
-    "p50": lambda ms: float(np.percentile(ms, 50)), "p95": lambda ms: float(np.percentile(ms, 95)),
-    "std": lambda ms: float(ms.std())}
 
 
 class BatchLog:
@@ -73,9 +66,9 @@ class BatchLog:
         out: dict[str, dict[str, float]] = {}
         for size, times in sorted(by_size.items()):
             done = [t for t in times if t is not None]
-            ms = np.asarray(done, np.float64) * 1e3
+            spread = summary_ms(done) if done else {}
             out[str(size)] = {"batches": len(times), "failed": len(times) - len(done),
-                              **{f"engine_{k}_ms": float(f(ms)) if done else float("nan") for k, f in _SPREAD.items()}}
+                              **{f"engine_{k}_ms": spread.get(k, float("nan")) for k in ("p50", "p95", "std")}}
         return out
 
 
