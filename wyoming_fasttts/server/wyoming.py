@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
 import socket
 from collections import Counter
@@ -24,6 +25,7 @@ from urllib.parse import urlparse
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event, async_write_event
+from wyoming.event import write_event as frame_event
 from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice
 from wyoming.ping import Ping, Pong
 from wyoming.server import AsyncEventHandler
@@ -237,9 +239,25 @@ class FastTtsHandler(AsyncEventHandler):
             self._peers.release_request(self._peer)
 
     async def write_event(self, event: Event) -> None:
-        """Send an event; a client that takes nothing for ``limits.write_timeout_s`` is dropped."""
+        await self.write_events(event)
+
+    async def write_events(self, *events: Event) -> None:
+        """Send events in one write (wyoming's own framing, into one buffer); a client that takes nothing for
+        ``limits.write_timeout_s`` is dropped.
+
+        One write: a reply's audio-start, chunks and audio-stop had been a socket send per header, data and
+        payload and a timed drain per event, 13 sends and five timers a sentence on the event loop that serves
+        every client. The timer is set only where the transport kept bytes back: where the kernel took them all
+        the drain cannot wait (it still raises for a connection that is gone)."""
+        buffer = io.BytesIO()
+        for event in events:
+            frame_event(event, buffer)
+        self.writer.write(buffer.getvalue())
+        if self.writer.transport.get_write_buffer_size() == 0:
+            await self.writer.drain()
+            return
         try:
-            await asyncio.wait_for(async_write_event(event, self.writer), self._limits.write_timeout_s)
+            await asyncio.wait_for(self.writer.drain(), self._limits.write_timeout_s)
         except asyncio.TimeoutError:
             self.writer.transport.abort()
             raise ConnectionResetError(
@@ -293,10 +311,9 @@ class FastTtsHandler(AsyncEventHandler):
             try:
                 async with contextlib.aclosing(self._synth.one_shot(sentences, name, speed)) as audio:
                     async for pcm in audio:
-                        if not started:
-                            await self.write_event(_audio_start())
-                            started = True
-                        await self._write_audio(pcm)
+                        events = self._audio_events(pcm, start=not started, stop=False)
+                        started = True
+                        await self.write_events(*events)
             finally:
                 self._requests.end()
         except ConnectionError:
@@ -414,24 +431,20 @@ class FastTtsHandler(AsyncEventHandler):
         """One audio cycle per sentence, each sent as soon as its audio is ready."""
         try:
             async for pcm, last in stream.speech.audio():
-                if not stream.cycle_open:
-                    await self.write_event(_audio_start())
-                    stream.cycle_open = True
-                await self._write_audio(pcm)
-                if last:
-                    await self.write_event(AudioStop().event())
-                    stream.cycle_open = False
+                events = self._audio_events(pcm, start=not stream.cycle_open, stop=last)
+                stream.cycle_open = not last
+                await self.write_events(*events)
         except ConnectionError:
             stream.speech.cancel()
         except Exception as err:
             with contextlib.suppress(ConnectionError):
                 await self._fail_stream(stream, err)
 
-    async def _write_audio(self, pcm: bytes) -> None:
-        for chunk in pcm_chunks(pcm, self._chunk_ms):
-            await self.write_event(
-                AudioChunk(rate=SAMPLE_RATE, width=SAMPLE_WIDTH, channels=CHANNELS, audio=chunk).event()
-            )
+    def _audio_events(self, pcm: bytes, start: bool, stop: bool) -> list[Event]:
+        """A piece's audio chunks, after audio-start where it opens a cycle and before audio-stop where it ends one."""
+        chunks = [AudioChunk(rate=SAMPLE_RATE, width=SAMPLE_WIDTH, channels=CHANNELS, audio=chunk).event()
+                  for chunk in pcm_chunks(pcm, self._chunk_ms)]
+        return [*([_audio_start()] if start else []), *chunks, *([AudioStop().event()] if stop else [])]
 
     async def _report(self, err: Exception) -> None:
         """The error event for a failed request (its stack trace in the log if it is our bug, not the client's)."""
