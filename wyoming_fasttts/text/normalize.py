@@ -75,6 +75,7 @@ class _Rules:
             rf"(?:(?<![A-Za-z])[vV]|(?:{_alternation(d['version_cues_before'])})[:：]?\s*)$")
         self.not_measure = re.compile(rf"\s*(?:{_alternation(d['not_measure_words'])})")
         self.countdown_before = re.compile(rf"(?:{_alternation(d['countdown_cues'])})[:：]?\s*$")
+        self.seat_clause = re.compile(rf"{_alternation(d['seat_cues'])}|\d\s*车[:：\s]*$")
         self.seat_before = re.compile(rf"(?:{_alternation(d['seat_words'])})[:：\s]*$")
         self.day_part_before = re.compile(rf"(?:{_alternation(d['day_parts'])})\s*$")
         self.date_colon_before = re.compile(rf"(?:{_alternation(d['date_words_before_colon'])})\s*[:：]\s*$")
@@ -211,6 +212,9 @@ class _Rules:
             # An abbreviation's dots are not sentence stops (e.g. → 例如, Mr. Wang → Mr Wang; latin_abbreviations).
             (re.compile(rf"(?<![A-Za-z.])({_alternation(d['latin_abbreviations'])})"),
              lambda m: " " + str(self.d["latin_abbreviations"][m[1]]) + " "),
+            # VS without its dot between two sides (湖人VS勇士, 3 vs 2) is 对 as VS. is; it had been two letters. Not
+            # beside a Latin word (VS Code).
+            (re.compile(r"(?<=[\u4e00-\u9fff\d])\s*(?:VS|vs|Vs)\s*(?=[\u4e00-\u9fff\d])"), lambda m: "对"),
             # A date with its year last (06/12/2026, 25.12.2026): with / month first as in the US, with . day first as
             # in Europe, unless that cannot be (a 13 or more names the day); it had been read as three numbers. Not with
             # dashes: dash-joined groups are a code (取件码 8-3-2016), nor after a letter (v1.2.2026).
@@ -236,6 +240,12 @@ class _Rules:
             (re.compile(rf"(?<![A-Za-z\d.])({_NUM})((?:\s*[×xX]\s*{_NUM})+)(?![\d.])"), self._times),
             # x after a number is 倍 (1.5x → 一点五倍, 2x → 两倍).
             (re.compile(r"(?<![A-Za-z\d.])(\d+(?:\.\d+)?)\s?[xX](?![A-Za-z\d])"), lambda m: m[1] + "倍"),
+            # × before a lone number is 乘 (鸡蛋×2 → 鸡蛋乘二); the sign had been dropped. A Latin x is left alone
+            # there: before a number it names models (宝马X5, 小米 X1).
+            (re.compile(r"(?<![\d.])×\s?(?=\d)"), lambda m: "乘"),
+            # A floor as malls and lifts write it (1F大厅 → 一楼大厅, 电梯到 3F); after a temperature word in its
+            # clause, degrees Fahrenheit (室温 72F). B1 and B2 (basement levels) are said as written.
+            (re.compile(r"(?<![A-Za-z\d.])(\d{1,3})\s?F(?![A-Za-z\d]|\s*电容)"), self._floor),
             # A span in letter units, as sleep and timer sensors write it (7h 32m, 1h 5m 20s, 3m 20s): m after hours or
             # before seconds is minutes, not metres (睡眠 7h 32m had been 七小时三十二米).
             (re.compile(r"(?<![A-Za-z\d.])(?:(\d+)\s*h\s*(\d+)\s*m(?:\s*(\d+)\s*s)?|(\d+)\s*m\s*(\d+)\s*s)(?![A-Za-z\d])"),
@@ -376,6 +386,14 @@ class _Rules:
         ]
 
     # --- readers -------------------------------------------------------------------------------
+    def _floor(self, m: re.Match[str]) -> str:
+        """N楼; in a clause about a seat (座位 12F, 8车15F: a train's or a plane's) left for the seat rules, and after
+        a temperature word N华氏度."""
+        clause = re.split(r"[，。！？；,!?;\n]", m.string[:m.start()])[-1]
+        if self.seat_clause.search(clause):
+            return m[0]
+        return m[1] + ("华氏度" if re.search("[温度]", clause) else "楼")
+
     def _times(self, m: re.Match[str]) -> str:
         """7×24小时 → 七乘24, the number rules reading the last; a resolution (1920×1080: two numbers of three or four
         digits that measure nothing) digit by digit, as 1080P is. A letter after the last number that is no unit makes

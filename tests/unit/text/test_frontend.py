@@ -1254,6 +1254,14 @@ def test_sensor_and_assistant_texts_read_as_said() -> None:
     assert normalize("窗高 3m，还剩 1h 25min") == "窗高三米，还剩一小时二十五分钟"
     # Food energy from a fitness or scale integration: had been letters, and Kcal read its number digit by digit.
     assert normalize("今日消耗 456 kcal，早餐 1 Kcal") == "今日消耗四百五十六大卡，早餐一大卡"
+    # Floors as malls and lifts write them (had been 一F); a seat's 12F and a Fahrenheit reading are not floors.
+    assert normalize("电梯到 1F大厅，停车场 2F") == "电梯到一楼大厅，停车场二楼"
+    assert normalize("室温 72F，座位 12F") == "室温七十二华氏度，座位十二F"
+    # × before a lone number had been dropped (鸡蛋二); a model's X stays.
+    assert normalize("购物清单：鸡蛋×2，宝马X5") == "购物清单，鸡蛋乘二，宝马X五"
+    # Spans as apps abbreviate them in English (had been letters), and VS without its dot (had been letters).
+    assert normalize("ETA 5 mins，还剩 30 secs，共 2 hrs") == "ETA五分钟，还剩三十秒，共两小时"
+    assert normalize("湖人VS勇士，3 vs 2，打开 VS Code") == "湖人对勇士，三对二，打开VS Code"
 
 
 def test_latin_abbreviations_are_not_sentence_stops() -> None:
