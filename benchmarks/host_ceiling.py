@@ -26,6 +26,7 @@ import asyncio
 import json
 import multiprocessing as mp
 import platform
+import resource
 import sys
 import time
 from collections.abc import Sequence
@@ -78,6 +79,14 @@ class StandIn:
         pass
 
 
+def _cpu_s() -> float:
+    """This process's CPU seconds, all threads: with the clients in a child, the server's own share of a request
+    (front end, Wyoming, scheduler; the stand-in sleeps), the host work a GPU engine's batches wait behind for the
+    GIL; with the clients in-process, theirs too."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 async def measure(args: argparse.Namespace) -> dict:
     from wyoming_fasttts.server.app import start_wyoming
     from wyoming_fasttts.server.runtime import build_runtime
@@ -113,13 +122,16 @@ async def measure(args: argparse.Namespace) -> dict:
             for clients in (int(c) for c in args.clients.split(",")):
                 batches.take()
                 requests = max(args.requests, 2 * clients)
+                cpu = _cpu_s()
                 result = await (load if where == "in-process" else load_from_child)(uri, WELCOME, clients, requests)
+                cpu_ms = (_cpu_s() - cpu) * 1e3 / len(result.samples)
                 qps, latencies = result.qps, [s.latency_s for s in result.samples]
                 row = {"clients": clients, "where": where, "qps": qps, **summary_ms(latencies),
-                       "batches": batches.take()}
+                       "cpu_ms_per_request": cpu_ms, "batches": batches.take()}
                 report["levels"].append(row)
                 sizes = {k: (v["batches"], round(v["engine_p50_ms"], 1)) for k, v in row["batches"].items()}
                 print(f"{where} c={clients}: {qps:.1f} QPS, p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms, "
+                      f"CPU {cpu_ms:.2f} ms a request, "
                       f"batches (count, engine p50 ms) {sizes}", flush=True)
     finally:
         server.close()
