@@ -249,6 +249,8 @@ class FastTtsHandler(AsyncEventHandler):
         payload and a timed drain per event, 13 sends and five timers a sentence on the event loop that serves
         every client. The timer is set only where the transport kept bytes back: where the kernel took them all
         the drain cannot wait (it still raises for a connection that is gone)."""
+        if not events:  # a sentence's end mark inside a one-shot reply, or a part all silence
+            return
         buffer = io.BytesIO()
         for event in events:
             frame_event(event, buffer)
