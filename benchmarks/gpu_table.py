@@ -8,9 +8,10 @@ Two steps, because the GPU machine has neither the text front end's data nor a n
         [--engine onnxruntime-cuda] [--runs 500] [--concurrency 1,4,8,16,32] --out gpu_table.json
 
 ``measure`` always times eager PyTorch on ``inputs.json``'s sentence (its peak is PyTorch's allocator peak).
-With ``--engine`` it also starts the server exactly as ``serve`` does (``build_runtime`` + ``start_wyoming``,
-so text front end, scheduler and protocol are in the timing) on a free port of this process, times one-shot
-requests through the Wyoming client, alternating with eager runs, then closed-loop clients at each
+With ``--engine`` it also starts the server as ``serve`` does (``build_runtime`` + ``start_wyoming`` and the
+watchdog, so text front end, scheduler, protocol and the watchdog's sampling are in the timing) on a free port of
+this process, times one-shot requests through the Wyoming client, alternating with eager runs (each request's start
+and latency kept in order: ``series``), then closed-loop clients at each
 concurrency level, with the clients in this process and then in a child process (as a user's are: elsewhere,
 not on the server's event loop and GIL), logging the scheduler's batches at each (``BatchLog``), and last times
 the engine alone by batch size, the server idle: what a batch costs in the busy server against what it costs by
@@ -149,6 +150,7 @@ async def _with_server(args: argparse.Namespace, eager: Eager, text_items: list[
     report["replay"] = getattr(engine, "replay", None)
     report["engine_memory"] = {k: v for k, v in vars(engine.memory()).items() if v is not None}
     server = await start_wyoming(runtime)
+    await runtime.watchdog.start()  # as serve runs it (until the sixteenth pass it did not run here)
     try:
         if args.wavs:
             await _wavs(uri, Path(args.wavs))
@@ -167,7 +169,11 @@ async def _with_server(args: argparse.Namespace, eager: Eager, text_items: list[
         report["rows"]["PyTorch eager fp32 (model.reference)"] = {**_row(eager_s, eager_audio),
                                                                    "peak_alloc_mib": eager.peak_mib()}
         report["rows"][name] = {**_row([s.latency_s for s in ours], [s.audio_s for s in ours]),
-                                "engine": runtime.scheduler.engine.name, "batches": batches.take()}
+                                "engine": runtime.scheduler.engine.name, "batches": batches.take(),
+                                # each request's start (s from the first) and latency, in order: whether the
+                                # slow ones come at a period (the watchdog samples every watchdog.interval_s)
+                                "series": [[round(s.start - ours[0].start, 3), round(s.latency_s * 1e3, 2)]
+                                           for s in ours]}
         if nvml is not None:
             report["process_gpu_mib"] = round((nvml.read()[3] or 0) / 2**20, 1)
         for key, run in (("load", load), ("load_from_child", load_from_child)):  # the clients here, then elsewhere
@@ -182,6 +188,7 @@ async def _with_server(args: argparse.Namespace, eager: Eager, text_items: list[
         print(f"engine alone (no server around it), p50 / p95 ms by batch size: {alone}", flush=True)
     finally:
         server.close()
+        await runtime.watchdog.stop()
         await runtime.scheduler.stop(timeout=10)
 
 

@@ -40,6 +40,9 @@
 #        it (the fourteenth pass: 337 s to start without, 96-122 s with). Inductor keys its cache on the compiled
 #        stages' inputs, their layout included: parts taken before a9a17a8 (inputs as views into one inbox per
 #        stage) are not reused after it (fifteenth pass: the first run with it was still compiling at 290 s);
+#   CW:  (a fresh machine: U0 first, or after C) C with the watchdog's sampling an hour apart instead of 5 s: whether
+#        its NVML and CUDA reads make the one-shot tail (sixteenth pass: the one-shot's series of start and latency is
+#        in the JSON since, to see whether the slow requests come at a period);
 # Since the fourteenth pass the compiled steps (C, CM, CL, CX, PM) run calls of one row on eager kernels
 # (engine.torch_eager_rows, default 1); a config with torch_eager_rows: 0 gives the earlier passes' engine.
 # Each step leaves gpu-table-STEP.json (since the fifteenth pass with the scheduler's batches per load level and the
@@ -69,7 +72,7 @@ IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|DH|CM|CL|CX|CE|PM|R|HC)
+T|E|D|P|H|C|CW|DH|CM|CL|CX|CE|PM|R|HC)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -81,6 +84,7 @@ T|E|D|P|H|C|DH|CM|CL|CX|CE|PM|R|HC)
   printf 'engine:\n  torch_compile: false\n' > $pack/eager.yaml
   printf 'engine:\n  precision: fp16\n' > $pack/fp16.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n' > $pack/C.yaml
+  printf 'engine:\n  precision: fp16\n  torch_compile: true\nwatchdog:\n  interval_s: 3600\n' > $pack/CW.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n' > $pack/CM.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n  buckets:\n    frames: [64, 128, 256, 512]\n' > $pack/CL.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n  buckets:\n    frames: [64, 128, 192, 256, 512]\n' > $pack/CE.yaml
@@ -92,7 +96,7 @@ T|E|D|P|H|C|DH|CM|CL|CX|CE|PM|R|HC)
   elif [ "$step" = CL ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CL.yaml"
   elif [ "$step" = CX ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml"
   elif [ "$step" = CE ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CE.yaml"
-  elif [ "$step" = C ] || [ "$step" = CM ]; then measure "--config $pack/$step.yaml"
+  elif [ "$step" = C ] || [ "$step" = CM ] || [ "$step" = CW ]; then measure "--config $pack/$step.yaml"
   elif [ "$step" = E ]; then measure "--config $pack/eager.yaml"
   elif [ "$step" = H ]; then measure "--config $pack/fp16.yaml"
   elif [ "$step" = PM ]; then pool 500 --config $pack/CM.yaml --out "$OUT"/pool-CM${TAG:-}.json
