@@ -953,6 +953,24 @@ _CIRCLED_ITEM = re.compile(rf"(?m)^([ \t]*)({_CIRCLED})")
 # ... and one inside a line after a space or a list's punctuation (结果：①客厅灯 ②卧室灯) a marker between pauses; the
 # items had run together (一客厅灯二卧室灯).
 _CIRCLED_INLINE = re.compile(rf"(?<=[\s：:，,、；;])({_CIRCLED})")
+# A numbered item inside a line (结果：1) 客厅 2) 卧室, 1. 开灯 2. 关窗), as assistants write short lists: the items had
+# run together and 2. had ended a sentence (一客厅二卧室, 一。开灯二。关窗). Only a run counted from 1 with one kind of
+# mark is a list (_inline_items): a lone "25." after a space stays a number before a full stop.
+_INLINE_ITEM = re.compile(r"(?m)(?:^|(?<=[\s：:，,；;]))(\d{1,2})([.)）])(?=[ \t]*[^\d\s.)）]|[ \t]+\d)")
+
+
+def _inline_items(text: str) -> str:
+    runs: list[list[re.Match[str]]] = []
+    for m in _INLINE_ITEM.finditer(text):
+        run = runs[-1] if runs else []
+        if run and int(m[1]) == int(run[-1][1]) + 1 and (m[2] == ".") == (run[-1][2] == "."):
+            run.append(m)
+        elif m[1] == "1":
+            runs.append([m])
+    starts = {m.start(): m for run in runs if len(run) > 1 for m in run}
+    if not starts:
+        return text
+    return _INLINE_ITEM.sub(lambda m: f"，{m[1]}，" if m.start() in starts else m[0], text)
 
 
 # A vulgar fraction (½, ¾), after a whole number or alone: NFKC makes ¼ "1⁄4", whose digits were read as 一四, and
@@ -986,6 +1004,7 @@ def normalize(text: str) -> str:
     text = _POWER.sub(_power, text)
     text = _CIRCLED_ITEM.sub(lambda m: m[1] + str(int(unicodedata.numeric(m[2]))) + ".", text)
     text = _CIRCLED_INLINE.sub(lambda m: "，" + str(int(unicodedata.numeric(m[1]))) + "，", text)
+    text = _inline_items(text)
     text = unicodedata.normalize("NFKC", rules.pre.sub(lambda m: rules.d["pre_nfkc"][m[0]], text))
     for pattern, reader in rules.rules:
         text = pattern.sub(reader, text)

@@ -1262,6 +1262,11 @@ def test_sensor_and_assistant_texts_read_as_said() -> None:
     # Spans as apps abbreviate them in English (had been letters), and VS without its dot (had been letters).
     assert normalize("ETA 5 mins，还剩 30 secs，共 2 hrs") == "ETA五分钟，还剩三十秒，共两小时"
     assert normalize("湖人VS勇士，3 vs 2，打开 VS Code") == "湖人对勇士，三对二，打开VS Code"
+    # A short list inside a line, as assistants write it (had run together, and 2. had ended a sentence); a lone
+    # number before a full stop is no list.
+    assert normalize("结果：1) 客厅 2) 卧室") == "结果，一，客厅，二，卧室"
+    assert normalize("1. 09:30 会议 2. 10:00 电话") == "一，九点三十分会议，二，十点电话"
+    assert normalize("温度 25. 湿度 40.") == "温度二十五。湿度四十。"
 
 
 def test_latin_abbreviations_are_not_sentence_stops() -> None:
