@@ -75,6 +75,7 @@ class _Rules:
             rf"(?:(?<![A-Za-z])[vV]|(?:{_alternation(d['version_cues_before'])})[:：]?\s*)$")
         self.not_measure = re.compile(rf"\s*(?:{_alternation(d['not_measure_words'])})")
         self.countdown_before = re.compile(rf"(?:{_alternation(d['countdown_cues'])})[:：]?\s*$")
+        self.ratio_before = re.compile(rf"(?:{_alternation(d['ratio_cues'])})[:：\s]*$")
         self.seat_clause = re.compile(rf"{_alternation(d['seat_cues'])}|\d\s*车[:：\s]*$")
         self.seat_before = re.compile(rf"(?:{_alternation(d['seat_words'])})[:：\s]*$")
         self.day_part_before = re.compile(rf"(?:{_alternation(d['day_parts'])})\s*$")
@@ -234,6 +235,11 @@ class _Rules:
             # 24/7 is round the clock as 7×24 is (二十四乘七), not a fraction.
             (re.compile(r"(?<![\d./])24\s*/\s*7(?![\d/])"), lambda m: "二十四乘七"),
             (re.compile(r"(?<![\d.])\d+(?:\.\d+)+(?![\d.])"), self._version),
+            # An ISO timestamp as automations log it (2026-12-05T21:30:00+08:00): its T had been read and its offset
+            # taken for a clock time (八点); the offset is said as UTC's is (UTC加八小时), Z and +00:00 as UTC, and a
+            # fraction of a second is not said (as :00 seconds are not).
+            (re.compile(r"(?<=\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)(Z|[+-]\d{2}:?\d{2})?(?![\d:])"),
+             lambda m: " " + m[1].split(".")[0] + ("" if m[2] is None else " UTC" + _offset(m[2]))),
             (re.compile(r"(?<!\d)(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})(?![\d.])(?:\s*[日号])?"), self._ymd),
             # × or x between numbers is 乘 (7×24小时, 120x60cm), a resolution's numbers digit by digit (1920×1080);
             # not inside a name (RTX4090x) or a hex code (0x1F).
@@ -545,16 +551,18 @@ class _Rules:
         return m[1] + _read_code(m[2])
 
     def _month_day(self, m: re.Match[str]) -> str:
-        """5/20 and 12-25 are dates when they can only be one (day 13–31), and so is 12/08 (no fraction is written
-        with a zero before a digit); 1/5 stays a fraction, and a dash pair that counts or measures something
-        (10-15分钟, 12-25℃, 第1-15集) a range."""
+        """5/20 and 12-25 are dates when they can only be one (day 13–31), and so are 12/08 and 12/8 (no fraction is
+        written with a zero before a digit, nor top-heavy in a sentence); 1/5 stays a fraction, and a dash pair that
+        counts or measures something (10-15分钟, 12-25℃, 第1-15集) a range."""
         month, sep, day = m.groups()
         before, after = m.string[: m.start()], m.string[m.end() :]
         if sep == "-" and 1 <= int(month) <= 12 and 1 <= int(day) <= 31 and self._dated(after, before):
             return f"{cardinal(month)}月{cardinal(day)}"
         if sep == "-" and (self._counts(after) or _after_ordinal(before)):
             return m[0]
-        days = range(1, 32) if sep == "/" and "0" in (month[0], day[0]) else range(13, 32)  # 12/08: zero-padded
+        # 12/08: zero-padded; 12/8: no everyday fraction is written top-heavy (a ratio is: 比例 3/2).
+        top_heavy = int(day) < int(month) and not self.ratio_before.search(before)
+        days = range(1, 32) if sep == "/" and ("0" in (month[0], day[0]) or top_heavy) else range(13, 32)
         if 1 <= int(month) <= 12 and int(day) in days and not _FRACTION_AFTER.match(after):
             return _date(month, day)
         # 12-05 stays a range, of two numbers: the zero is a date's padding, not a code's digit (十二到五).
@@ -864,6 +872,11 @@ _CLAUSE_END = re.compile(r"[。！？，,；;\n]")
 def _after_ordinal(before: str) -> bool:
     """第 makes an ordinal also with spaces before the number (第 2 次 → 第二次, as 第2次), so 2 is 二, never 两."""
     return before.rstrip().endswith("第")
+
+
+def _offset(zone: str) -> str:
+    """An ISO timestamp's zone as it follows UTC: nothing for Z and a zero offset, else the offset."""
+    return "" if zone == "Z" or not zone.strip("+-0:") else zone
 
 
 def _countdown(*parts: str | None) -> str:

@@ -170,7 +170,7 @@ def test_announcement_rules_from_the_fifth_held_out_set():
     assert normalize("卧室PM10：35μg/m³") == "卧室PM十，三十五微克每立方米"
     assert normalize("书房CO2：820ppm") == "书房CO二，八百二十ppm"
     assert normalize("明早08:30出门，会议10:30开始") == "明早八点三十分出门，会议十点三十分开始"
-    assert normalize("2026-12-01T10:30") == "二零二六年十二月一日T十点三十分"
+    assert normalize("2026-12-01T10:30") == "二零二六年十二月一日十点三十分"  # its T unsaid since 2026-12-05
     # An m-d date (day 13-31) holds before a space and a word that only starts with a measure word's character.
     assert normalize("12-25 晚上聚餐") == "十二月二十五日晚上聚餐"
     assert normalize("11-18 下午有雨") == "十一月十八日下午有雨"
@@ -1267,6 +1267,11 @@ def test_sensor_and_assistant_texts_read_as_said() -> None:
     assert normalize("结果：1) 客厅 2) 卧室") == "结果，一，客厅，二，卧室"
     assert normalize("1. 09:30 会议 2. 10:00 电话") == "一，九点三十分会议，二，十点电话"
     assert normalize("温度 25. 湿度 40.") == "温度二十五。湿度四十。"
+    # A top-heavy m/d is a date (had been 八分之十二), unless a ratio cue comes before it.
+    assert normalize("3 天后（12/8）是你的生日，比例 3/2") == "三天后，十二月八日，是你的生日，比例二分之三"
+    # An ISO timestamp: its T had been read, its offset taken for a clock time (八点).
+    assert normalize("更新于 2026-12-05T08:05:00+08:00") == "更新于二零二六年十二月五日八点零五分UTC加八小时"
+    assert normalize("2026-12-05T13:30:00.5Z") == "二零二六年十二月五日十三点三十分UTC"
 
 
 def test_latin_abbreviations_are_not_sentence_stops() -> None:
