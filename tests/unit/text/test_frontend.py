@@ -1272,6 +1272,9 @@ def test_sensor_and_assistant_texts_read_as_said() -> None:
     # An ISO timestamp: its T had been read, its offset taken for a clock time (八点).
     assert normalize("更新于 2026-12-05T08:05:00+08:00") == "更新于二零二六年十二月五日八点零五分UTC加八小时"
     assert normalize("2026-12-05T13:30:00.5Z") == "二零二六年十二月五日十三点三十分UTC"
+    # A model's number and a reading after it are two numbers (had run together: 三零六零十二GB); a number's spaced
+    # groups after a Latin word stay one number.
+    assert normalize("RTX 3060 12GB，Tel 138 2046 7719") == "RTX三零六零，十二GB，Tel幺三八二零四六七七幺九"
 
 
 def test_latin_abbreviations_are_not_sentence_stops() -> None:
