@@ -139,10 +139,10 @@ class _Rules:
             # A Latin name that ends in digits (PM2.5, PM10, CO2) and a number after a space are two readings: a pause
             # between them, or PM2.5 12 would be heard as 二点五十二 (a clock time after a flight number is left as the
             # sets read it).
-            # So is a model's number after a space before a reading with its unit (RTX 3060 12GB, iPhone 15 128GB: had
-            # run together as 三零六零十二GB); other spaced digits are one number's groups (Tel 138 2046 7719).
+            # So is a model's number after a word and a space before a reading with its unit (RTX 3060 12GB, 小米 13
+            # 256GB: had run together as 三零六零十二GB); other spaced digits are one number's groups (Tel 138 2046 7719).
             (re.compile(r"(?<=[A-Za-z])(\d+(?:\.\d+)?)[ \t]+(?=-?\d)(?!\d{1,2}[:：]\d)"), lambda m: m[1] + "，"),
-            (re.compile(rf"(?<=[A-Za-z][ \t])(\d+(?:\.\d+)?)[ \t]+(?={_NUM}\s*(?:{unit})(?![A-Za-z]))"),
+            (re.compile(rf"(?<=[^\d\s.,:：/\-][ \t])(\d+(?:\.\d+)?)[ \t]+(?={_NUM}\s*(?:{unit})(?![A-Za-z]))"),
              lambda m: m[1] + "，"),
             # A standard's number (GB 18030-2022, GB/T 15834, ISO 9001, IEEE 802.11ax) is a code, digit by digit with 1
             # as 幺 as after any Latin word (GB2312), its year after 杠 as a year is said, the slash of GB/T unsaid.

@@ -1275,6 +1275,7 @@ def test_sensor_and_assistant_texts_read_as_said() -> None:
     # A model's number and a reading after it are two numbers (had run together: 三零六零十二GB); a number's spaced
     # groups after a Latin word stay one number.
     assert normalize("RTX 3060 12GB，Tel 138 2046 7719") == "RTX三零六零，十二GB，Tel幺三八二零四六七七幺九"
+    assert normalize("小米 13 256GB，电话 138 2046 7719") == "小米十三，两百五十六GB，电话幺三八二零四六七七幺九"
 
 
 def test_latin_abbreviations_are_not_sentence_stops() -> None:
