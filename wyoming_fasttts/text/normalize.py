@@ -140,7 +140,8 @@ class _Rules:
             # between them, or PM2.5 12 would be heard as 二点五十二 (a clock time after a flight number is left as the
             # sets read it).
             # So is a model's number after a word and a space before a reading with its unit (RTX 3060 12GB, 小米 13
-            # 256GB: had run together as 三零六零十二GB); other spaced digits are one number's groups (Tel 138 2046 7719).
+            # 256GB: had run together as 三零六零十二GB); other spaced digits are one number's groups (Tel 138 2046
+            # 7719).
             (re.compile(r"(?<=[A-Za-z])(\d+(?:\.\d+)?)[ \t]+(?=-?\d)(?!\d{1,2}[:：]\d)"), lambda m: m[1] + "，"),
             (re.compile(rf"(?<=[^\d\s.,:：/\-][ \t])(\d+(?:\.\d+)?)[ \t]+(?={_NUM}\s*(?:{unit})(?![A-Za-z]))"),
              lambda m: m[1] + "，"),
