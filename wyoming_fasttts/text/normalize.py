@@ -985,7 +985,7 @@ def _inline_items(text: str) -> str:
             run.append(m)
         elif m[1] == "1":
             runs.append([m])
-    starts = {m.start(): m for run in runs if len(run) > 1 for m in run}
+    starts = {m.start() for run in runs if len(run) > 1 for m in run}
     if not starts:
         return text
     return _INLINE_ITEM.sub(lambda m: f"，{m[1]}，" if m.start() in starts else m[0], text)
