@@ -400,7 +400,7 @@ class _Rules:
     def _floor(self, m: re.Match[str]) -> str:
         """N楼; in a clause about a seat (座位 12F, 8车15F: a train's or a plane's) left for the seat rules, and after
         a temperature word N华氏度."""
-        clause = re.split(r"[，。！？；,!?;\n]", m.string[:m.start()])[-1]
+        clause = m.string[_clause_start(m.string, m.start()) : m.start()]
         if self.seat_clause.search(clause):
             return m[0]
         return m[1] + ("华氏度" if re.search("[温度]", clause) else "楼")
@@ -597,7 +597,7 @@ class _Rules:
 
     def _flight(self, m: re.Match[str]) -> str:
         """MU5, CA12: a flight number only in a clause about flying; elsewhere (PS5) the name rules read it."""
-        head = max((c.end() for c in _CLAUSE_END.finditer(m.string, 0, m.start())), default=0)
+        head = _clause_start(m.string, m.start())
         tail = _CLAUSE_END.search(m.string, m.end())
         if self.flight_cue.search(m.string, head, tail.start() if tail else len(m.string)):
             return _read_code(m[0])
@@ -871,7 +871,14 @@ _VERSION_BEFORE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)+)\s*到\s*$")
 _BETWEEN = re.compile(r"^之?间")
 _BIG_OR_MORE = re.compile(r"\s*[万亿多年]")
 _READING_AFTER = re.compile(r"\s*[%‰°]")
-_CLAUSE_END = re.compile(r"[。！？，,；;\n]")
+# A clause's end in either width: NFKC has made the user's ！？，； ASCII by the time the rules run, but rules write
+# the full-width comma (a list's items, a pause).
+_CLAUSE_END = re.compile(r"[。，！？；,;!?\n]")
+
+
+def _clause_start(text: str, pos: int) -> int:
+    """Where the clause holding ``pos`` begins: a cue (座位, 航班) reaches no further back than a comma or a stop."""
+    return max((c.end() for c in _CLAUSE_END.finditer(text, 0, pos)), default=0)
 
 
 def _after_ordinal(before: str) -> bool:

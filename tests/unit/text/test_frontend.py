@@ -600,6 +600,9 @@ def test_convention_train_and_flight_numbers_and_plates_digit_by_digit():
     assert normalize("ESP32开发板") == "ESP三十二开发板"
     assert normalize("请到登机口B12") == "请到登机口B十二"
     assert normalize("G15高速拥堵") == "G十五高速拥堵"
+    # A flying word reaches to its sentence's end, full width or not, and no further (CA12号柜台 is a counter).
+    assert normalize("航班取消了！CA12号柜台") == "航班取消了！CA十二号柜台"
+    assert normalize("航班取消了!CA12号柜台") == "航班取消了！CA十二号柜台"
 
 
 def test_convention_dash_suffixed_and_spaced_model_numbers():
@@ -1257,6 +1260,7 @@ def test_sensor_and_assistant_texts_read_as_said() -> None:
     # Floors as malls and lifts write them (had been 一F); a seat's 12F and a Fahrenheit reading are not floors.
     assert normalize("电梯到 1F大厅，停车场 2F") == "电梯到一楼大厅，停车场二楼"
     assert normalize("室温 72F，座位 12F") == "室温七十二华氏度，座位十二F"
+    assert normalize("室温正常? 1F大厅") == "室温正常？一楼大厅"
     # × before a lone number had been dropped (鸡蛋二); a model's X stays.
     assert normalize("购物清单：鸡蛋×2，宝马X5") == "购物清单，鸡蛋乘二，宝马X五"
     # Spans as apps abbreviate them in English (had been letters), and VS without its dot (had been letters).
