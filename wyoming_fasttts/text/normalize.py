@@ -101,6 +101,7 @@ class _Rules:
         compare = _alternation(d["compare_symbols"])
         codes = _alternation(d["currency_codes"])
         score = _alternation(d["score_cues"])
+        score_after = _alternation(d["score_cues_after"])
         festival = _alternation(d["festival_cues"])
         months = _alternation(d["english_months"])
         per = _alternation(d["per_words"])
@@ -344,6 +345,7 @@ class _Rules:
             (re.compile(r"(?<![\d.A-Za-z])\d{3,4}(?=[pP](?![A-Za-z]))"), self._digit_string),
             (re.compile(rf"((?:{ratio})(?:是|为)?\s*)(\d+)\s*[:：]\s*(\d+)"), self._ratio),
             (re.compile(rf"((?:{score})(?:是|为)?\s*)(\d{{1,3}})\s*[-–]\s*(\d{{1,3}})(?![\d.])"), self._ratio),
+            (re.compile(rf"(?<![\d.\-–])(\d{{1,3}})\s*[-–]\s*(\d{{1,3}})(?=\s*(?:{score_after}))"), self._ratio),
             # A Chinese clock with a zero-led minute reads the zero as a digital one does (9点05分 → 九点零五分); the
             # hour is left to the number rules (2点 → 两点).
             # "00分" is not read, as ":00" is not (9点00分 → 九点).

@@ -1212,6 +1212,11 @@ def test_currency_codes_ratings_and_dashed_scores_are_read_as_said() -> None:
     assert normalize("比分3-2，主队获胜") == "比分三比二，主队获胜"
     assert normalize("双方打成1-1平") == "双方打成一比一平"
     assert normalize("以3-5天为宜") == "以三到五天为宜"  # after 以 a dash is a range
+    # A word after the pair that wins, loses or leads makes it a score too: a range is never won.
+    assert normalize("主队以3-1获胜") == "主队以三比一获胜"
+    assert normalize("国足0-2不敌日本") == "国足零比二不敌日本"
+    assert normalize("湖人 102-98 击败勇士") == "湖人一百零二比九十八击败勇士"
+    assert normalize("3-5天后领先") == "三到五天后领先"  # the pair's own word (天) comes first: a range
 
 
 def test_festivals_named_by_their_dates_and_round_the_clock_are_said_by_name() -> None:
