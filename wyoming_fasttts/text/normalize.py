@@ -200,9 +200,11 @@ class _Rules:
             (re.compile(r"(?m)^([ \t]*)(\d{1,2})(?:[.)]|\ufe0f?\u20e3)(?:\s*(?=[^\d\s.])|[ \t]+(?=\d))"),
              lambda m: m[1] + cardinal(m[2]) + "，"),
             # A slash between two readings that each carry their own unit, % or currency sign (22.5℃ / 48%,
-            # 3.7V/2000mAh) is a pause, as a list of readings is said; / before a unit or measure word (元/度) stays
-            # 每, and between bare numbers a fraction or a date.
-            (re.compile(rf"({reading})\s*/\s*(?={reading})"), lambda m: m[1] + "，"),
+            # 3.7V/2000mAh), the second maybe after its name (12.3℃ / 湿度 80%: the slash had been dropped), is a pause,
+            # as a list of readings is said; / before a unit or measure word (元/度, 10元/公斤 20元) stays 每, and
+            # between bare numbers a fraction or a date.
+            (re.compile(rf"({reading})\s*/\s*(?=(?!{per})[\u3400-\u9fff]{{2,4}}[:：]?\s*{reading}|{reading})"),
+             lambda m: m[1] + "，"),
             # A serial number after SN or S/N: its colon a pause, the serial digit by digit with 1 as 幺 and its letters
             # as written, however its digits are grouped (SN: 7K20A1193 → SN，七K二零A幺幺九三). SN is followed by a
             # colon, a space or the serial's first digit (not SNMP).
@@ -255,6 +257,14 @@ class _Rules:
             # × before a lone number is 乘 (鸡蛋×2 → 鸡蛋乘二); the sign had been dropped. A Latin x is left alone
             # there: before a number it names models (宝马X5, 小米 X1).
             (re.compile(r"(?<![\d.])×\s?(?=\d)"), lambda m: "乘"),
+            # A dash between two words as written (not numbers read yet: 3/5-2/5) that name days, dates or times is a
+            # range as ~ is (周一-周五 → 周一到周五); between other words it joins them and is not said (中国-东盟).
+            (re.compile(r"(?<=[\u3400-\u9fff])[ \t]*[-–][ \t]*(?=[\u3400-\u9fff])"),
+             lambda m: "到" if self._ranged(m) else m[0]),
+            # A dash between two values with the same word (3天-5天, 1月-3月, 3楼-5楼, 3F-5F) is a range, 到; the second
+            # value had been read as negative (三天负五天).
+            (re.compile(r"(?<![\d.\-])(\d+(?:\.\d+)?\s*([\u3400-\u9fff]{1,2}|F))\s*[-–]\s*(?=\d+(?:\.\d+)?\s*\2)"),
+             lambda m: m[1] + "到"),
             # A floor as malls and lifts write it (1F大厅 → 一楼大厅, 电梯到 3F); after a temperature word in its
             # clause, degrees Fahrenheit (室温 72F). B1 and B2 (basement levels) are said as written.
             (re.compile(r"(?<![A-Za-z\d.])(\d{1,3})\s?F(?![A-Za-z\d]|\s*电容)"), self._floor),
@@ -449,9 +459,13 @@ class _Rules:
         decoration: 。 at the end of the text, nothing elsewhere (before a line break, which is the pause)."""
         before, after = m.string[: m.start()], m.string[m.end() :]
         if re.search(r"[\u3400-\u9fff]$", before) and re.match(r"[\u3400-\u9fff]", after):
-            ranged = self.tilde_range_before.search(before) and self.tilde_range_after.match(after)
-            return "到" if ranged else "，"
+            return "到" if self._ranged(m) else "，"
         return "" if re.search(r"[\w\u3400-\u9fff]", after) else "。"
+
+    def _ranged(self, m: re.Match[str]) -> bool:
+        """Whether the words either side of a ~ or a dash both name days, dates, times or values."""
+        before = self.tilde_range_before.search(m.string, 0, m.start())
+        return bool(before and self.tilde_range_after.match(m.string, m.end()))
 
     def _money_range(self, m: re.Match[str]) -> str:
         """¥50-80: the sign on the first value stands for both ends (五十到八十元); ¥ decimals in 元/角/分 at each end.

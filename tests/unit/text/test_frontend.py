@@ -1296,3 +1296,18 @@ def test_latin_abbreviations_are_not_sentence_stops() -> None:
     # As sports and product replies write it, and capitalised at a sentence's start (VS。 had cut the sentence).
     assert normalize("湖人VS.勇士 今晚开赛") == "湖人对勇士今晚开赛"
     assert normalize("Vs. 去年同期，E.g. 空调") == "对去年同期，例如空调"
+
+
+def test_dashes_between_values_with_their_words_and_slashes_before_a_named_reading() -> None:
+    """A dash between two values that each carry their word read the second as negative (3天-5天 → 三天负五天,
+    1月-3月 → 一月负三月), one between two day words was dropped (周一-周五 → 周一周五), and a slash before a reading's
+    name ran the two readings together (12.3℃ / 湿度 80% → 十二点三摄氏度湿度百分之八十)."""
+    assert normalize("预计3天-5天送达") == "预计三天到五天送达"
+    assert normalize("1月-3月") == "一月到三月"
+    assert normalize("2小时-3小时") == "两小时到三小时"
+    assert normalize("3F-5F 正在装修") == "三楼到五楼正在装修"
+    assert normalize("周一-周五营业") == "周一到周五营业"
+    assert normalize("中国-东盟博览会") == "中国东盟博览会"  # not days: the dash joins, unsaid
+    assert normalize("室外 12.3℃ / 湿度 80%") == "室外十二点三摄氏度，湿度百分之八十"
+    assert normalize("电池 3.7V/电量 80%") == "电池三点七伏，电量百分之八十"
+    assert normalize("10元/公斤 20元") == "十元每公斤二十元"  # a measure word after the slash: 每
