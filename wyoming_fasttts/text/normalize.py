@@ -12,6 +12,7 @@ import html
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -102,6 +103,7 @@ class _Rules:
         codes = _alternation(d["currency_codes"])
         score = _alternation(d["score_cues"])
         score_after = _alternation(d["score_cues_after"])
+        pay = _alternation(d["pay_cues"])
         festival = _alternation(d["festival_cues"])
         months = _alternation(d["english_months"])
         per = _alternation(d["per_words"])
@@ -188,11 +190,21 @@ class _Rules:
             (re.compile(r"(?m)^([ \t]*)\[([ xX])\][ \t]+"), lambda m: m[1] + ("" if m[2] == " " else "已完成，")),
             (re.compile(r"\[\^[^\]\s]+\]"), lambda m: ""),
             (re.compile(r"(?m)^[ \t]*```[\w+-]*[ \t]*$"), lambda m: "，"),
+            # Languages and programs named with ++ or # (C++ → C加加, Notepad++, C# → C sharp, F#): the marks had
+            # been dropped.
+            (re.compile(r"(?<![A-Za-z\d])([A-Za-z]+)\+\+(?![+A-Za-z\d])"), lambda m: m[1] + "加加"),
+            (re.compile(r"(?<![A-Za-z\d])([CF])#(?![#A-Za-z\d])"), lambda m: m[1] + " sharp"),
+            # k and w as thousands and ten thousands after a currency sign or a word about pay, or before 块/元
+            # (¥1.2w, 月薪 15k-20k, 3w块): ¥1.2w had been 一元两角w, a hundred-thousandth of it; elsewhere W is watts.
+            (re.compile(rf"((?:{money})\s*|(?:{pay})[:：]?(?:是|为|约)?\s*)({_NUM}[wWkK])(?:(\s*[-~]\s*)({_NUM}[wWkK]))?"
+                        r"(?![A-Za-z])"),
+             lambda m: m[1] + _shorthand(m[2]) + (m[3] + _shorthand(m[4]) if m[4] else "")),
+            (re.compile(rf"(?<![A-Za-z\d.])({_NUM}[wWkK])(?=\s*[块元])"), lambda m: _shorthand(m[1])),
             # An amount after or before an ISO currency code (USD 1,000, 300 HKD): money, not a model number's digits.
-            (re.compile(rf"(?<![A-Za-z\d])(?P<sign>-?)(?<![A-Za-z])(?P<code>{codes})\s*(?P<minus>-?)(?P<amount>{_AMOUNT})(?P<big>万|亿)?"
+            (re.compile(rf"(?<![A-Za-z\d])(?P<sign>-?)(?<![A-Za-z])(?P<code>{codes})\s*(?P<minus>-?)(?P<amount>{_AMOUNT})(?P<big>[千万亿])?"
                         r"(?![\d.])"),
              self._coded_money),
-            (re.compile(rf"(?<![\d.])(?P<minus>-?)(?P<amount>{_AMOUNT})(?P<big>万|亿)?\s*(?P<code>{codes})(?![A-Za-z])"),
+            (re.compile(rf"(?<![\d.])(?P<minus>-?)(?P<amount>{_AMOUNT})(?P<big>[千万亿])?\s*(?P<code>{codes})(?![A-Za-z])"),
              self._coded_money),
             # A numbered list item at the start of a line (1. 取快递, 1) 取快递, 1️⃣ 取快递; ① became 1. above): its
             # number, then a pause, not a decimal point.
@@ -263,7 +275,8 @@ class _Rules:
              lambda m: "到" if self._ranged(m) else m[0]),
             # A dash between two values with the same word (3天-5天, 1月-3月, 3楼-5楼, 3F-5F) is a range, 到; the second
             # value had been read as negative (三天负五天).
-            (re.compile(r"(?<![\d.\-])(\d+(?:\.\d+)?\s*([\u3400-\u9fff]{1,2}|F))\s*[-–]\s*(?=\d+(?:\.\d+)?\s*\2)"),
+            (re.compile(rf"(?<![\d.\-{signs}])(?<![{signs}]\s)(\d+(?:\.\d+)?\s*([\u3400-\u9fff]{{1,2}}|F))\s*[-–]\s*"
+                        r"(?=\d+(?:\.\d+)?\s*\2)"),
              lambda m: m[1] + "到"),
             # A floor as malls and lifts write it (1F大厅 → 一楼大厅, 电梯到 3F); after a temperature word in its
             # clause, degrees Fahrenheit (室温 72F). B1 and B2 (basement levels) are said as written.
@@ -276,7 +289,7 @@ class _Rules:
             # hours and minutes, said so (加五小时三十分, 减三小时): not a clock time, and its sign is said.
             (re.compile(r"(?<![A-Za-z])(UTC|GMT)\s*([+-])\s*(\d{1,2})(?:[:：]?(\d{2}))?(?![\d:])"), self._utc_offset),
             # A currency sign on the first value of a range stands for both (¥50-80 → 五十到八十元).
-            (re.compile(rf"({money})\s*({_AMOUNT})\s*[-~]\s*(?:{money})?\s*({_AMOUNT})(万|亿)?({words})?"),
+            (re.compile(rf"({money})\s*({_AMOUNT})([千万亿])?\s*[-~]\s*(?:{money})?\s*({_AMOUNT})([千万亿])?({words})?"),
              self._money_range),
             # A range after a date, a percent, a temperature or an amount; after one of the signs a ~ joins a signed
             # value too (-10℃~-2℃ → 零下十摄氏度到零下二摄氏度; a - there stays the value's own minus).
@@ -382,8 +395,9 @@ class _Rules:
             # ... and between two Latin words or a number and a word (x<y, A > B, 5 > x): the sign is said.
             (re.compile(rf"(?<=[A-Za-z\d])[ \t]*({compare})[ \t]*(?=[A-Za-z])"),
              lambda m: self.d["compare_symbols"][m[1]]),
-            (re.compile(r"(?<=\d)\+(?!\s*\d)"), lambda m: "加"),
-            (re.compile(rf"(-?)({money})\s*(-?)({_AMOUNT})(万|亿)?({words})?"), self._money),
+            # A count's + (99+ 条, 3万+: had been dropped after 万) is 加, as a badge is read.
+            (re.compile(r"(?<=\d)\+(?!\s*\d)|(?<=\d[千万亿])\+(?![\d+])"), lambda m: "加"),
+            (re.compile(rf"(-?)({money})\s*(-?)({_AMOUNT})([千万亿])?({words})?"), self._money),
             (re.compile(rf"(?<![\d.])(-?)({_NUM})\s*([%‰])"), self._percent),
             (re.compile(rf"(?<![\d.,])(-?)({_GROUPED}|\d+)(\.\d{{1,2}})元"), self._yuan),
             # A fraction; its top may be a decimal, as a rating out of a whole (4.8/5 → 五分之四点八; the slash had been
@@ -470,14 +484,15 @@ class _Rules:
     def _money_range(self, m: re.Match[str]) -> str:
         """¥50-80: the sign on the first value stands for both ends (五十到八十元); ¥ decimals in 元/角/分 at each end.
         A currency word written after the range as well (¥50~80元) is said once (``_currency``)."""
-        symbol, low, high, big, written = m.groups()
+        symbol, low, low_big, high, big, written = m.groups()
         name, unit = self._currency(symbol, written)
         low, high = low.replace(",", ""), high.replace(",", "")
         # 元/角/分 at both ends, unless one end has three decimals (¥0.5-0.617): then both read with 点.
         jiao_fen = "." in low + high and all(_jiao_fen(end) is not False for end in (low, high))
-        if unit in self.d["jiao_fen_units"] and jiao_fen and not big:
+        if unit in self.d["jiao_fen_units"] and jiao_fen and not big and not low_big:
             return name + _yuan(low) + "到" + _yuan(high)
-        return name + decimal(low, liang=True) + "到" + decimal(high, liang=True) + (big or "") + unit
+        # The low end's own 千 or 万 is said (¥5千-1万); without one it shares the high end's (¥5-8万 → 五到八万元).
+        return name + decimal(low, liang=True) + (low_big or "") + "到" + decimal(high, liang=True) + (big or "") + unit
 
     def _currency(self, symbol: str, written: str | None) -> tuple[str, str]:
         """The words said before and after an amount with a currency sign. A currency word written after the amount as
@@ -895,6 +910,14 @@ _CLAUSE_END = re.compile(r"[。，！？；,;!?\n]")
 def _clause_start(text: str, pos: int) -> int:
     """Where the clause holding ``pos`` begins: a cue (座位, 航班) reaches no further back than a comma or a stop."""
     return max((c.end() for c in _CLAUSE_END.finditer(text, 0, pos)), default=0)
+
+
+def _shorthand(amount: str) -> str:
+    """1.2w → 1.2万, 15k → 15000 (一万五千; 十五千 is no number): the shorthand of chats and job ads."""
+    if amount[-1] in "wW":
+        return amount[:-1] + "万"
+    thousands = Decimal(amount[:-1]) * 1000
+    return str(thousands.normalize() if thousands % 1 else int(thousands))
 
 
 def _after_ordinal(before: str) -> bool:

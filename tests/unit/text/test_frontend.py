@@ -1311,3 +1311,18 @@ def test_dashes_between_values_with_their_words_and_slashes_before_a_named_readi
     assert normalize("室外 12.3℃ / 湿度 80%") == "室外十二点三摄氏度，湿度百分之八十"
     assert normalize("电池 3.7V/电量 80%") == "电池三点七伏，电量百分之八十"
     assert normalize("10元/公斤 20元") == "十元每公斤二十元"  # a measure word after the slash: 每
+
+
+def test_shorthand_thousands_and_programs_named_with_marks() -> None:
+    """¥1.2w was read 一元两角w (a ten-thousandth of the amount), 月薪 15k 十五k, ¥5千 五元千; C++ and C# lost their
+    marks (学习C编程), and 3万+ its plus."""
+    assert normalize("¥1.2w") == "一点二万元"
+    assert normalize("月薪 15k-20k") == "月薪一万五千到两万"
+    assert normalize("预算 5k-8k") == "预算五千到八千"
+    assert normalize("3w块") == "三万块"
+    assert normalize("¥5千-8千") == "五千到八千元"
+    assert normalize("¥5千-1万") == "五千到一万元"
+    assert normalize("65W快充") == "六十五瓦快充"  # no money word: W is watts
+    assert normalize("学习C++编程") == "学习C加加编程"
+    assert normalize("C#") == "C sharp"
+    assert normalize("粉丝 3万+") == "粉丝三万加"  # as 99+ 条 → 九十九加条
