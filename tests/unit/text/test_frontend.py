@@ -1315,7 +1315,7 @@ def test_dashes_between_values_with_their_words_and_slashes_before_a_named_readi
 
 def test_shorthand_thousands_and_programs_named_with_marks() -> None:
     """¥1.2w was read 一元两角w (a ten-thousandth of the amount), 月薪 15k 十五k, ¥5千 五元千; C++ and C# lost their
-    marks (学习C编程), and 3万+ its plus."""
+    marks (学习C编程), 3万+ its plus, and blood sugar's units were read as letters."""
     assert normalize("¥1.2w") == "一点二万元"
     assert normalize("月薪 15k-20k") == "月薪一万五千到两万"
     assert normalize("预算 5k-8k") == "预算五千到八千"
@@ -1326,3 +1326,4 @@ def test_shorthand_thousands_and_programs_named_with_marks() -> None:
     assert normalize("学习C++编程") == "学习C加加编程"
     assert normalize("C#") == "C sharp"
     assert normalize("粉丝 3万+") == "粉丝三万加"  # as 99+ 条 → 九十九加条
+    assert normalize("血糖 5.6 mmol/L，101 mg/dL") == "血糖五点六毫摩尔每升，一百零一毫克每分升"  # were letters
