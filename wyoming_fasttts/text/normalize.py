@@ -416,6 +416,9 @@ class _Rules:
             (re.compile(rf"(?<![\d.])(-?)((?:{_GROUPED}|\d+)(?:\.\d+)?)\s*({unit})(?![A-Za-z])"), self._unit),
             (re.compile(rf"(?<=[\u3400-\u9fff])\s*/\s*(?=(?:{per}))()"), self._per),
             (re.compile(rf"(?<=[\u3400-\u9fff])\s*/\s*({unit})(?![A-Za-z])"), self._per),
+            # A slash set apart by a space between words (制冷 / 26℃ / 自动风, 客厅 / 卧室) separates a list's items: a
+            # pause (they had run together); written tight (开/关) it stays unsaid.
+            (re.compile(r"(?<=[\u3400-\u9fff])(?:[ \t]+/[ \t]*|[ \t]*/[ \t]+)(?=[\u3400-\u9fff\d])"), lambda m: "，"),
             (re.compile(rf"(?<![\d.])(-?)({_GROUPED}|\d+)(\.\d+)?"), self._number),
             (re.compile(r"[ \t]*~+[ \t]*"), self._tilde),
             # Digits no rule above read (after a stray dot: 约.5) are still said: nothing the user wrote is dropped.

@@ -1301,7 +1301,7 @@ def test_latin_abbreviations_are_not_sentence_stops() -> None:
 def test_dashes_between_values_with_their_words_and_slashes_before_a_named_reading() -> None:
     """A dash between two values that each carry their word read the second as negative (3天-5天 → 三天负五天,
     1月-3月 → 一月负三月), one between two day words was dropped (周一-周五 → 周一周五), and a slash before a reading's
-    name ran the two readings together (12.3℃ / 湿度 80% → 十二点三摄氏度湿度百分之八十)."""
+    name ran the two readings together (12.3℃ / 湿度 80% → 十二点三摄氏度湿度百分之八十), as one between words did."""
     assert normalize("预计3天-5天送达") == "预计三天到五天送达"
     assert normalize("1月-3月") == "一月到三月"
     assert normalize("2小时-3小时") == "两小时到三小时"
@@ -1311,6 +1311,9 @@ def test_dashes_between_values_with_their_words_and_slashes_before_a_named_readi
     assert normalize("室外 12.3℃ / 湿度 80%") == "室外十二点三摄氏度，湿度百分之八十"
     assert normalize("电池 3.7V/电量 80%") == "电池三点七伏，电量百分之八十"
     assert normalize("10元/公斤 20元") == "十元每公斤二十元"  # a measure word after the slash: 每
+    # Set apart by spaces between words, a slash separates a list's items (a status line: mode / setpoint / fan).
+    assert normalize("主卧空调：制冷 / 26℃ / 自动风") == "主卧空调，制冷，二十六摄氏度，自动风"
+    assert normalize("0.6 元 / 度") == "六角每度"
 
 
 def test_shorthand_thousands_and_programs_named_with_marks() -> None:
