@@ -475,8 +475,8 @@ class _Rules:
         between other words it is a pause (早安～今天, 好哒~马上到: a reader stops there). A trailing one is
         decoration: 。 at the end of the text, nothing elsewhere (before a line break, which is the pause)."""
         before, after = m.string[: m.start()], m.string[m.end() :]
-        if re.search(r"[\u3400-\u9fff]$", before) and re.match(r"[\u3400-\u9fff]", after):
-            return "到" if self._ranged(m) else "，"
+        if re.search(r"[A-Za-z\u3400-\u9fff]$", before) and re.match(r"[A-Za-z\u3400-\u9fff]", after):
+            return "到" if self._ranged(m) else "，"  # Hi～你好 too: a greeting's pause
         return "" if re.search(r"[\w\u3400-\u9fff]", after) else "。"
 
     def _ranged(self, m: re.Match[str]) -> bool:

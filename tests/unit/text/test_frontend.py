@@ -1007,6 +1007,7 @@ def test_convention_tilde_pause_and_colon_versions():
     """～ after a word mid-sentence or before a line break is a pause, 到 only between days, dates, times or
     values; a year.month.patch after a colon or a version word is a version."""
     assert normalize("早安～今天有雨") == "早安，今天有雨"
+    assert normalize("Hi～你好呀") == "Hi，你好呀"  # after a Latin word too (the ～ had left no pause)
     assert normalize("早安～\n今天有雨") == "早安，今天有雨"
     assert normalize("北京～上海") == "北京，上海"
     assert normalize("好的～我这就去办") == "好的，我这就去办"
