@@ -109,6 +109,10 @@ async def _wavs(uri: str, out: Path) -> None:
     (out / "ear.json").write_text(json.dumps(texts, ensure_ascii=False))
 
 
+def _brief(row: dict) -> str:
+    return f"n {row['n']}, p50 {row['p50']:.1f} ms, std {row['std']:.2f} ms"
+
+
 def _engine_alone(engine: Engine, items: list[SynthesisItem], runs: int) -> dict[str, dict[str, float]]:
     """The engine's own time for a batch of each size, called directly with the server idle: set beside the
     scheduler's timing of the same batches under load (``batches``), what the server around it costs a batch."""
@@ -134,6 +138,11 @@ async def _with_server(args: argparse.Namespace, eager: Eager, text_items: list[
     from wyoming_fasttts.server.app import start_wyoming
     from wyoming_fasttts.server.runtime import build_runtime
 
+    def save() -> None:
+        """The report so far: a step cut off at its time limit (a fresh inductor compile is ~7 min of it) still
+        leaves what it measured."""
+        Path(args.out).write_text(json.dumps(report, ensure_ascii=False, indent=1))
+
     uri = f"tcp://127.0.0.1:{free_port()}"
     settings = load_settings(args.config, {"engine.backend": args.engine, "server.uri": uri, "server.http_uri": "",
                                            "assets.data_dir": args.data_dir, "assets.model_path": args.model})
@@ -149,6 +158,7 @@ async def _with_server(args: argparse.Namespace, eager: Eager, text_items: list[
     engine = runtime.scheduler.engine
     report["replay"] = getattr(engine, "replay", None)
     report["engine_memory"] = {k: v for k, v in vars(engine.memory()).items() if v is not None}
+    save()
     server = await start_wyoming(runtime)
     await runtime.watchdog.start()  # as serve runs it (until the sixteenth pass it did not run here)
     try:
@@ -176,6 +186,9 @@ async def _with_server(args: argparse.Namespace, eager: Eager, text_items: list[
                                            for s in ours]}
         if nvml is not None:
             report["process_gpu_mib"] = round((nvml.read()[3] or 0) / 2**20, 1)
+        save()
+        print(f"one-shot: {_brief(report['rows'][name])}; eager: {_brief(report['rows'][next(iter(report['rows']))])}",
+              flush=True)
         for key, run in (("load", load), ("load_from_child", load_from_child)):  # the clients here, then elsewhere
             report[key] = []
             for clients in (int(c) for c in args.concurrency.split(",") if c):
@@ -183,6 +196,7 @@ async def _with_server(args: argparse.Namespace, eager: Eager, text_items: list[
                 result = await run(uri, text, clients, max(args.requests, 2 * clients))
                 report[key].append({**load_row(result), "batches": batches.take()})
                 print(f"{key} c={clients}: {report[key][-1]}", flush=True)
+                save()
         report["engine_alone"] = await asyncio.to_thread(_engine_alone, engine, text_items, args.alone_runs)
         alone = {k: f"{v['p50']:.1f} / {v['p95']:.1f}" for k, v in report["engine_alone"].items()}
         print(f"engine alone (no server around it), p50 / p95 ms by batch size: {alone}", flush=True)
