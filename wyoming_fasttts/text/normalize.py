@@ -263,12 +263,18 @@ class _Rules:
             (re.compile(r"(?<!\d)(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})(?![\d.])(?:\s*[日号])?"), self._ymd),
             # × or x between numbers is 乘 (7×24小时, 120x60cm), a resolution's numbers digit by digit (1920×1080);
             # not inside a name (RTX4090x) or a hex code (0x1F).
+            # * between two numbers is a times sign as typed on a keyboard (7*24 小时 had been 七二十四小时).
+            (re.compile(r"(?<=\d)[ \t]*\*[ \t]*(?=\d)"), lambda m: "×"),
             (re.compile(rf"(?<![A-Za-z\d.])({_NUM})((?:\s*[×xX]\s*{_NUM})+)(?![\d.])"), self._times),
             # x after a number is 倍 (1.5x → 一点五倍, 2x → 两倍).
             (re.compile(r"(?<![A-Za-z\d.])(\d+(?:\.\d+)?)\s?[xX](?![A-Za-z\d])"), lambda m: m[1] + "倍"),
             # × before a lone number is 乘 (鸡蛋×2 → 鸡蛋乘二); the sign had been dropped. A Latin x is left alone
             # there: before a number it names models (宝马X5, 小米 X1).
             (re.compile(r"(?<![\d.])×\s?(?=\d)"), lambda m: "乘"),
+            # A dash from a clock time to another after a word of the day (上午10:00-下午2:00, 周六 22:30 - 周日 08:00)
+            # is a range, 到; it had been dropped.
+            (re.compile(r"(?<=\d[:：]\d\d)[ \t]*[-–][ \t]*(?=[\u3400-\u9fff]{1,3}[ \t]*\d{1,2}[:：点])"),
+             lambda m: "到"),
             # A dash between two words as written (not numbers read yet: 3/5-2/5) that name days, dates or times is a
             # range as ~ is (周一-周五 → 周一到周五); between other words it joins them and is not said (中国-东盟).
             (re.compile(r"(?<=[\u3400-\u9fff])[ \t]*[-–][ \t]*(?=[\u3400-\u9fff])"),

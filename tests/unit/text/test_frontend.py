@@ -1331,3 +1331,13 @@ def test_shorthand_thousands_and_programs_named_with_marks() -> None:
     assert normalize("C#") == "C sharp"
     assert normalize("粉丝 3万+") == "粉丝三万加"  # as 99+ 条 → 九十九加条
     assert normalize("血糖 5.6 mmol/L，101 mg/dL") == "血糖五点六毫摩尔每升，一百零一毫克每分升"  # were letters
+
+
+def test_character_zero_keyboard_times_and_clock_ranges_across_day_words() -> None:
+    """二〇二六年 lost its 〇 (二二六年), 7*24 its sign (七二十四), and a dash from a clock time to one after a day word
+    was dropped (上午十点下午两点)."""
+    assert normalize("二〇二六年") == "二零二六年"
+    assert normalize("7*24 小时在线") == "七乘二十四小时在线"
+    assert normalize("**注意**：门未锁") == "注意，门未锁"  # Markdown's stars are no times sign
+    assert normalize("上午10:00-下午2:00") == "上午十点到下午两点"
+    assert normalize("周六 22:30 - 周日 08:00 免打扰") == "周六二十二点三十分到周日八点免打扰"
