@@ -211,6 +211,12 @@ class _Rules:
             # A digit may start the item after a space (1. 09:30 视频会议): a decimal's point has no space after it.
             (re.compile(r"(?m)^([ \t]*)(\d{1,2})(?:[.)]|\ufe0f?\u20e3)(?:\s*(?=[^\d\s.])|[ \t]+(?=\d))"),
              lambda m: m[1] + cardinal(m[2]) + "，"),
+            # Lines joined by slashes (换乘 1/2/8 号线, 11/25 路) are each said, not a fraction or date; 第 before a
+            # slash pair counts a step of several (第2/5步 → 第二步，共五步; had been 第五分之二步).
+            (re.compile(r"(?<![\d./])(\d{1,3}(?:\s*/\s*\d{1,3})+)(?=\s*(?:号线|路))"),
+             lambda m: "、".join(re.split(r"\s*/\s*", m[1]))),
+            (re.compile(r"第\s*(\d{1,3})\s*/\s*(\d{1,3})\s*([\u3400-\u9fff])"),
+             lambda m: f"第{m[1]}{m[3]}，共{m[2]}{m[3]}"),
             # A slash between two readings that each carry their own unit, % or currency sign (22.5℃ / 48%,
             # 3.7V/2000mAh), the second maybe after its name (12.3℃ / 湿度 80%: the slash had been dropped), is a pause,
             # as a list of readings is said; / before a unit or measure word (元/度, 10元/公斤 20元) stays 每, and
@@ -289,6 +295,8 @@ class _Rules:
             (re.compile(r"(?<![A-Za-z\d.])(\d{1,3})\s?F(?![A-Za-z\d]|\s*电容)"), self._floor),
             # A span in letter units, as sleep and timer sensors write it (7h 32m, 1h 5m 20s, 3m 20s): m after hours or
             # before seconds is minutes, not metres (睡眠 7h 32m had been 七小时三十二米).
+            # Days before hours (已运行 3d 4h 12m, an uptime sensor's) are 天; the d had been read as a letter.
+            (re.compile(r"(?<![A-Za-z\d.])(\d+)\s*d\s*(?=\d+\s*h(?![A-Za-z]))"), lambda m: m[1] + "天"),
             (re.compile(r"(?<![A-Za-z\d.])(?:(\d+)\s*h\s*(\d+)\s*m(?:\s*(\d+)\s*s)?|(\d+)\s*m\s*(\d+)\s*s)(?![A-Za-z\d])"),
              lambda m: _letter_span(m[1], m[2], m[3]) if m[1] else _letter_span(None, m[4], m[5])),
             # UTC+8, GMT-5: an offset, 加/减 and its hours. Written with minutes (UTC+05:30, UTC-03:00) it is a span of
@@ -397,12 +405,16 @@ class _Rules:
             (re.compile(rf"(?<![\d+])\+(?=\s*(?:{money})?\d)"), lambda m: "加"),
             (re.compile(rf"([{arrows}])\ufe0f?\s*(?=[-+加减]?\s*(?:{money})?\d)"),
              lambda m: self.d["change_arrows"][m[1]]),
+            # An arrow elsewhere (价格↑, 气压 1013 hPa ↓) says its word too, unless the word before already says it
+            # (气压下降↓); it had been dropped.
+            (re.compile(rf"[ \t]*([{arrows}])\ufe0f?"), self._arrow),
             (re.compile(rf"\s*({compare})\s*(?=[-\d])"), lambda m: self.d["compare_symbols"][m[1]]),
             # ... and between two Latin words or a number and a word (x<y, A > B, 5 > x): the sign is said.
             (re.compile(rf"(?<=[A-Za-z\d])[ \t]*({compare})[ \t]*(?=[A-Za-z])"),
              lambda m: self.d["compare_symbols"][m[1]]),
-            # A count's + (99+ 条, 3万+: had been dropped after 万) is 加, as a badge is read.
+            # A count's + (99+ 条, 3万+, 10 km+: had been dropped after 万 or a unit) is 加, as a badge is read.
             (re.compile(r"(?<=\d)\+(?!\s*\d)|(?<=\d[千万亿])\+(?![\d+])"), lambda m: "加"),
+            (re.compile(r"(?<=\d)([ \t]?[A-Za-z]{1,4})\+(?![+\dA-Za-z])"), lambda m: m[1] + "加"),
             (re.compile(rf"(-?)({money})\s*(-?)({_AMOUNT})([千万亿])?({words})?"), self._money),
             (re.compile(rf"(?<![\d.])(-?)({_NUM})\s*([%‰])"), self._percent),
             (re.compile(rf"(?<![\d.,])(-?)({_GROUPED}|\d+)(\.\d{{1,2}})元"), self._yuan),
@@ -484,6 +496,14 @@ class _Rules:
         if re.search(r"[A-Za-z\u3400-\u9fff]$", before) and re.match(r"[A-Za-z\u3400-\u9fff]", after):
             return "到" if self._ranged(m) else "，"  # Hi～你好 too: a greeting's pause
         return "" if re.search(r"[\w\u3400-\u9fff]", after) else "。"
+
+    def _arrow(self, m: re.Match[str]) -> str:
+        """An arrow set apart after a reading is its own clause (1013 hPa ↓ → 一千零一十三百帕，下降)."""
+        word = str(self.d["change_arrows"][m[1]])
+        before = m.string[: m.start()]
+        if before.endswith(word):
+            return ""
+        return ("，" if before.strip() and m[0][0] in " \t" else "") + word
 
     def _ranged(self, m: re.Match[str]) -> bool:
         """Whether the words either side of a ~ or a dash both name days, dates, times or values."""

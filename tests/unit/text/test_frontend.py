@@ -1341,3 +1341,18 @@ def test_character_zero_keyboard_times_and_clock_ranges_across_day_words() -> No
     assert normalize("**注意**：门未锁") == "注意，门未锁"  # Markdown's stars are no times sign
     assert normalize("上午10:00-下午2:00") == "上午十点到下午两点"
     assert normalize("周六 22:30 - 周日 08:00 免打扰") == "周六二十二点三十分到周日八点免打扰"
+
+
+def test_sensor_marks_that_had_been_dropped_are_said() -> None:
+    """An uptime's days (3d 4h → 三d四小时), a count's + after a unit (10 km+), an arrow after a reading (1013 hPa ↓),
+    mg/m3 without its superscript, lines joined by slashes (换乘 1/2/8 号线 → 一二八号线) and a step of several
+    (第2/5步 → 第五分之二步) had been dropped or misread."""
+    assert normalize("已运行 3d 4h 12m") == "已运行三天四小时十二分钟"
+    assert normalize("能见度 10 km+") == "能见度十公里加"
+    assert normalize("气压 1013 hPa ↓") == "气压一千零一十三百帕，下降"
+    assert normalize("价格↑") == "价格上升"
+    assert normalize("气压下降↓") == "气压下降"  # said once
+    assert normalize("甲醛 0.08mg/m3") == "甲醛零点零八毫克每立方米"
+    assert normalize("换乘 1/2/8 号线") == "换乘一，二，八号线"
+    assert normalize("第 2/5 步") == "第二步，共五步"
+    assert normalize("进度 3/10") == "进度十分之三"  # no 第: a fraction still
