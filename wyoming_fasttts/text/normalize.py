@@ -190,6 +190,16 @@ class _Rules:
             (re.compile(r"(?m)^([ \t]*)\[([ xX])\][ \t]+"), lambda m: m[1] + ("" if m[2] == " " else "已完成，")),
             (re.compile(r"\[\^[^\]\s]+\]"), lambda m: ""),
             (re.compile(r"(?m)^[ \t]*```[\w+-]*[ \t]*$"), lambda m: "，"),
+            # A Markdown table as an LLM writes one: its rule line unsaid, each row's cells with a pause between
+            # (| 9:00 | 例会 | had run together: 九点例会); struck-out text (~~25℃~~) is said without its marks,
+            # which had been read 约.
+            (re.compile(r"(?m)^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+(?:[ \t]*:?-{3,}:?[ \t]*)?$\n?"), lambda m: ""),
+            (re.compile(r"(?m)^[ \t]*\|(.*)\|[ \t]*$"), lambda m: "，".join(c.strip() for c in m[1].split("|"))),
+            (re.compile(r"~~([^~\n]+)~~(?=\s*([\w\u3400-\u9fff]?))"), lambda m: m[1] + ("，" if m[2] else "")),
+            # A lettered choice (A. 是  B. 否): the letter and a pause, not a full stop after it, and a pause before the
+            # next.
+            (re.compile(r"([\u3400-\u9fff][ \t]+)?(?<![A-Za-z.])([A-F])\.[ \t]+(?=[\u3400-\u9fff])"),
+             lambda m: (m[1][0] + "，" if m[1] else "") + m[2] + "，"),
             # Languages and programs named with ++ or # (C++ → C加加, Notepad++, C# → C sharp, F#): the marks had
             # been dropped.
             (re.compile(r"(?<![A-Za-z\d])([A-Za-z]+)\+\+(?![+A-Za-z\d])"), lambda m: m[1] + "加加"),

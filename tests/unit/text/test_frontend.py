@@ -1356,3 +1356,13 @@ def test_sensor_marks_that_had_been_dropped_are_said() -> None:
     assert normalize("换乘 1/2/8 号线") == "换乘一，二，八号线"
     assert normalize("第 2/5 步") == "第二步，共五步"
     assert normalize("进度 3/10") == "进度十分之三"  # no 第: a fraction still
+
+
+def test_markdown_tables_struck_text_and_lettered_choices_in_a_reply() -> None:
+    """An LLM's table ran its cells together (九点例会) and said nothing of its rule line only by luck, struck-out text
+    read its marks as 约, and a lettered choice's dot was a full stop (A。是B。否)."""
+    table = "| 时间 | 事件 |\n|---|---|\n| 9:00 | 例会 |\n| 14:30 | 面试 |"
+    assert normalize(table) == "时间，事件，九点，例会，十四点三十分，面试"
+    assert normalize("温度：~~25℃~~ 26℃") == "温度，二十五摄氏度，二十六摄氏度"
+    assert normalize("请选择：A. 开灯 B. 关灯 C. 取消") == "请选择，A，开灯，B，关灯，C，取消"
+    assert normalize("Mr. Wang 来了") == "Mr Wang来了"  # a title's dot is no choice
