@@ -104,6 +104,7 @@ class _Rules:
         score = _alternation(d["score_cues"])
         score_after = _alternation(d["score_cues_after"])
         pay = _alternation(d["pay_cues"])
+        links = _alternation(d["reading_links"])
         festival = _alternation(d["festival_cues"])
         months = _alternation(d["english_months"])
         per = _alternation(d["per_words"])
@@ -232,6 +233,12 @@ class _Rules:
             # as a list of readings is said; / before a unit or measure word (元/度, 10元/公斤 20元) stays 每, and
             # between bare numbers a fraction or a date.
             (re.compile(rf"({reading})\s*/\s*(?=(?!{per})[\u3400-\u9fff]{{2,4}}[:：]?\s*{reading}|{reading})"),
+             lambda m: m[1] + "，"),
+            # ... as is a space between a reading and the next one's name (温度 22.5℃ 湿度 45%, as templates write a
+            # status line: they had run together, 摄氏度湿度); a bare number next (5GHz 信道 36) is no reading.
+            # Not before a word that carries the sentence on (到 -2℃, 持续 10 分钟, 还需要 25 分钟: `reading_links`).
+            (re.compile(rf"({reading})[ \t]+(?=(?!{per}|{links})(?:(?![到至])[\u3400-\u9fff]){{1,4}}[ \t]*[:：]?[ \t]*"
+                        rf"{reading})"),
              lambda m: m[1] + "，"),
             # A serial number after SN or S/N: its colon a pause, the serial digit by digit with 1 as 幺 and its letters
             # as written, however its digits are grouped (SN: 7K20A1193 → SN，七K二零A幺幺九三). SN is followed by a

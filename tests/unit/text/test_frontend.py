@@ -1312,6 +1312,11 @@ def test_dashes_between_values_with_their_words_and_slashes_before_a_named_readi
     assert normalize("室外 12.3℃ / 湿度 80%") == "室外十二点三摄氏度，湿度百分之八十"
     assert normalize("电池 3.7V/电量 80%") == "电池三点七伏，电量百分之八十"
     assert normalize("10元/公斤 20元") == "十元每公斤二十元"  # a measure word after the slash: 每
+    # A space before the next reading's name in a status line is a pause too; not before a word that carries on.
+    assert normalize("温度 22.5℃ 湿度 45%") == "温度二十二点五摄氏度，湿度百分之四十五"
+    assert normalize("功率 1200W 电流 5.2A") == "功率一千二百瓦，电流五点二安"
+    assert normalize("气温 -9℃ 到 -2℃") == "气温零下九摄氏度到零下二摄氏度"
+    assert normalize("加热到 60℃ 还需要 25 分钟") == "加热到六十摄氏度还需要二十五分钟"
     # Set apart by spaces between words, a slash separates a list's items (a status line: mode / setpoint / fan).
     assert normalize("主卧空调：制冷 / 26℃ / 自动风") == "主卧空调，制冷，二十六摄氏度，自动风"
     assert normalize("0.6 元 / 度") == "六角每度"
