@@ -402,8 +402,9 @@ class _Rules:
             (re.compile(rf"(?<![\d.\-–])(\d{{1,3}})\s*[-–]\s*(\d{{1,3}})(?=\s*(?:{score_after}))"), self._ratio),
             # A Chinese clock with a zero-led minute reads the zero as a digital one does (9点05分 → 九点零五分); the
             # hour is left to the number rules (2点 → 两点).
-            # "00分" is not read, as ":00" is not (9点00分 → 九点).
-            (re.compile(r"(?<![\d.])(\d{1,2})点0([0-9])分"),
+            # "00分" is not read, as ":00" is not (9点00分 → 九点). Spaces as LLM replies write them (1 点 05 分) change
+            # nothing (the zero had been lost: 一点五分).
+            (re.compile(r"(?<![\d.])(\d{1,2})[ \t]*点[ \t]*0([0-9])[ \t]*分"),
              lambda m: m[1] + "点" + ("零" + cardinal(m[2]) + "分" if int(m[2]) else "")),
             (re.compile(pair + r"(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?(?![\d:])"
                         rf"(?:\s*({_alternation(d['am_pm'])})(?![A-Za-z\d{DIGITS}十点]))?(\s*[-~至]\s*(?=\d{{1,2}}[:：]\d{{2}}))?"),

@@ -932,6 +932,7 @@ def test_convention_countdown_seconds_and_chinese_clock_minutes():
     assert normalize("还剩 1:05:00") == "还剩一小时五分"
     assert normalize("9点05分开会") == "九点零五分开会"
     assert normalize("2点05分") == "两点零五分"
+    assert normalize("下午 1 点 05 分") == "下午一点零五分"  # spaced as LLM replies write it (had been 一点五分)
     assert normalize("9点00分") == "九点"
     # Near-misses: a clock time stays one; a minute without its zero, or a count of minutes, has no 零.
     assert normalize("提醒：10:00") == "提醒，十点"
