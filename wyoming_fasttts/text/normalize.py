@@ -284,10 +284,14 @@ class _Rules:
             (re.compile(r"(?<=\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)(Z|[+-]\d{2}:?\d{2})?(?![\d:])"),
              lambda m: " " + m[1].split(".")[0] + ("" if m[2] is None else " UTC" + _offset(m[2]))),
             (re.compile(r"(?<!\d)(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})(?![\d.])(?:\s*[日号])?"), self._ymd),
-            # × or x between numbers is 乘 (7×24小时, 120x60cm), a resolution's numbers digit by digit (1920×1080);
-            # not inside a name (RTX4090x) or a hex code (0x1F).
+            # A latitude or longitude (31.23°N, 121.47°E) is 北纬/东经 … 度; its degree sign had been dropped
+            # (三十一点二三N).
+            (re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*°\s*([NSEW])(?![A-Za-z])"),
+             lambda m: {"N": "北纬", "S": "南纬", "E": "东经", "W": "西经"}[m[2]] + m[1] + "度"),
             # * between two numbers is a times sign as typed on a keyboard (7*24 小时 had been 七二十四小时).
             (re.compile(r"(?<=\d)[ \t]*\*[ \t]*(?=\d)"), lambda m: "×"),
+            # × or x between numbers is 乘 (7×24小时, 120x60cm), a resolution's numbers digit by digit (1920×1080);
+            # not inside a name (RTX4090x) or a hex code (0x1F).
             (re.compile(rf"(?<![A-Za-z\d.])({_NUM})((?:\s*[×xX]\s*{_NUM})+)(?![\d.])"), self._times),
             # x after a number is 倍 (1.5x → 一点五倍, 2x → 两倍).
             (re.compile(r"(?<![A-Za-z\d.])(\d+(?:\.\d+)?)\s?[xX](?![A-Za-z\d])"), lambda m: m[1] + "倍"),

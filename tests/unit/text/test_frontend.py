@@ -1362,6 +1362,7 @@ def test_sensor_marks_that_had_been_dropped_are_said() -> None:
     assert normalize("换乘 1/2/8 号线") == "换乘一，二，八号线"
     assert normalize("第 2/5 步") == "第二步，共五步"
     assert normalize("进度 3/10") == "进度十分之三"  # no 第: a fraction still
+    assert normalize("经纬度 31.23°N, 121.47°E") == "经纬度北纬三十一点二三度，东经一百二十一点四七度"
 
 
 def test_markdown_tables_struck_text_and_lettered_choices_in_a_reply() -> None:
