@@ -404,6 +404,10 @@ class _Rules:
             (re.compile(rf"((?:{ratio})(?:是|为)?\s*)(\d+)\s*[:：]\s*(\d+)"), self._ratio),
             (re.compile(rf"((?:{score})(?:是|为)?\s*)(\d{{1,3}})\s*[-–]\s*(\d{{1,3}})(?![\d.])"), self._ratio),
             (re.compile(rf"(?<![\d.\-–])(\d{{1,3}})\s*[-–]\s*(\d{{1,3}})(?=\s*(?:{score_after}))"), self._ratio),
+            # Between two names a falling pair that no date can be (湖人112-108勇士, 巴萨3-0皇马: a range rises, and
+            # no month has day 0 or a 13th month) is a score too.
+            (re.compile(r"(?<=[\u3400-\u9fff])[ \t]*(\d{1,3})[ \t]*[-–][ \t]*(\d{1,3})(?![\d.])[ \t]*"
+                        r"(?=[\u3400-\u9fff])"), self._falling_score),
             # A Chinese clock with a zero-led minute reads the zero as a digital one does (9点05分 → 九点零五分); the
             # hour is left to the number rules (2点 → 两点).
             # "00分" is not read, as ":00" is not (9点00分 → 九点). Spaces as LLM replies write them (1 点 05 分) change
@@ -736,6 +740,13 @@ class _Rules:
         if self._counts(m.string[m.end() :]) or self.reading_before.search(m.string[: m.start()]):
             return m[0]
         return _read_code(m[0])
+
+    def _falling_score(self, m: re.Match[str]) -> str:
+        a, b = int(m[1]), int(m[2])
+        after = m.string[m.end() :]
+        if a <= b or (a <= 12 and 1 <= b <= 31) or self._counts(after) or after.startswith(("度", "倍", "岁")):
+            return m[0]
+        return f"{cardinal(m[1])}比{cardinal(m[2])}"
 
     def _ratio(self, m: re.Match[str]) -> str:
         *cue, a, b = m.groups()

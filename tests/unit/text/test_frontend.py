@@ -1219,6 +1219,11 @@ def test_currency_codes_ratings_and_dashed_scores_are_read_as_said() -> None:
     assert normalize("国足0-2不敌日本") == "国足零比二不敌日本"
     assert normalize("湖人 102-98 击败勇士") == "湖人一百零二比九十八击败勇士"
     assert normalize("3-5天后领先") == "三到五天后领先"  # the pair's own word (天) comes first: a range
+    # Between two names, a falling pair no date can be is a score; one a date can be, or one with its word, is not.
+    assert normalize("湖人112-108勇士") == "湖人一百一十二比一百零八勇士"
+    assert normalize("巴萨3-0皇马") == "巴萨三比零皇马"
+    assert normalize("温度25-18度") == "温度二十五到十八度"
+    assert normalize("预计10-1放假") == "预计十到一放假"
 
 
 def test_festivals_named_by_their_dates_and_round_the_clock_are_said_by_name() -> None:
