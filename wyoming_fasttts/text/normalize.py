@@ -742,6 +742,8 @@ class _Rules:
         return _read_code(m[0])
 
     def _falling_score(self, m: re.Match[str]) -> str:
+        """A score, where nothing else the pair could be fits: a rising pair is a range, a month and day a date, a
+        pair before its word (25-18度, 20-10分钟) a range of that reading, as the rules after it read them."""
         a, b = int(m[1]), int(m[2])
         after = m.string[m.end() :]
         if a <= b or (a <= 12 and 1 <= b <= 31) or self._counts(after) or after.startswith(("度", "倍", "岁")):
