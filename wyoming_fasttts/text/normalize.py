@@ -347,6 +347,9 @@ class _Rules:
             (re.compile(r"(?<!\d)(\d{1,2})月(\d{1,2})(?=[日号])"), self._md),
             (re.compile(r"(?<![\d./])(\d{1,2})(/)(\d{1,2})(?![\d/])"), self._month_day),
             (re.compile(r"(?<![\d.\-A-Za-z])(\d{1,2})(-)(\d{1,2})(?![\d\-:]|\.\d)"), self._month_day),
+            # An order or ticket number after # with dashes in it (#20261205-0012) is a code, as INC-2026-00123 is;
+            # its dash had been read as a minus (…号负零零幺二).
+            (re.compile(r"(?<![#\w])#\s?(\d{4,}(?:-\d+)+)(?![\d-])"), lambda m: _read_code(m[1])),
             # №3, No.3, 3#楼 (№ became # above); not a Markdown heading (## 1. …).
             (re.compile(r"(?:(?<!#)#|(?<![A-Za-z])N[oO]\.)\s?(\d+)(?![\d.])号?|(\d+)#(?!#)"),
              lambda m: (m[1] or m[2]) + "号"),

@@ -1368,6 +1368,8 @@ def test_sensor_marks_that_had_been_dropped_are_said() -> None:
     assert normalize("第 2/5 步") == "第二步，共五步"
     assert normalize("进度 3/10") == "进度十分之三"  # no 第: a fraction still
     assert normalize("经纬度 31.23°N, 121.47°E") == "经纬度北纬三十一点二三度，东经一百二十一点四七度"
+    assert normalize("您的订单 #20261205-0012 已发货") == "您的订单二零二六幺二零五零零幺二已发货"  # no 负
+    assert normalize("#1 卧室") == "一号卧室"
 
 
 def test_markdown_tables_struck_text_and_lettered_choices_in_a_reply() -> None:
