@@ -85,6 +85,7 @@ class _Rules:
         ends = _alternation(d["tilde_range_ends"])
         self.tilde_range_before = re.compile(rf"(?:{ends})$")
         self.tilde_range_after = re.compile(rf"(?:{ends})")
+        self.day_word_before = re.compile(rf"(?:{_DAY_WORD})$")
         self.name_suffix_units = set(d["name_suffix_units"])
         self.unit_names = {u: re.compile(_alternation(words)) for u, words in d["unit_names_before"].items()}
         self.address_symbols = d["address_symbols"]
@@ -104,6 +105,7 @@ class _Rules:
         score = _alternation(d["score_cues"])
         score_after = _alternation(d["score_cues_after"])
         pay = _alternation(d["pay_cues"])
+        day_word = _DAY_WORD
         links = _alternation(d["reading_links"])
         festival = _alternation(d["festival_cues"])
         months = _alternation(d["english_months"])
@@ -196,20 +198,26 @@ class _Rules:
             # which had been read 约.
             (re.compile(r"(?m)^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+(?:[ \t]*:?-{3,}:?[ \t]*)?$\n?"), lambda m: ""),
             (re.compile(r"(?m)^[ \t]*\|(.*)\|[ \t]*$"), lambda m: "，".join(c.strip() for c in m[1].split("|"))),
-            (re.compile(r"~~([^~\n]+)~~(?=\s*([\w\u3400-\u9fff]?))"), lambda m: m[1] + ("，" if m[2] else "")),
-            # A lettered choice (A. 是  B. 否): the letter and a pause, not a full stop after it, and a pause before the
-            # next.
-            (re.compile(r"([\u3400-\u9fff][ \t]+)?(?<![A-Za-z.])([A-F])\.[ \t]+(?=[\u3400-\u9fff])"),
-             lambda m: (m[1][0] + "，" if m[1] else "") + m[2] + "，"),
+            # Only as Markdown writes it: at a line's start or after a space or mark, no space inside (收到~~我这就去~~
+            # is a chat's tildes).
+            (re.compile(r"(?:^|(?<=[\s:：,，(（]))~~([^~\s](?:[^~\n]*[^~\s])?)~~(?=\s*([\w\u3400-\u9fff]?))",
+                        re.MULTILINE),
+             lambda m: m[1] + ("，" if m[2] else "")),
+            # Lettered choices (A. 是  B. 否), a line with an A. and a B.: each letter and a pause, not a full stop
+            # after it, and a pause before the next (维生素 C. 另外 is a sentence's end).
+            (re.compile(r"(?m)^.*(?<![A-Za-z.])A\.[ \t]+[\u3400-\u9fff].*(?<![A-Za-z.])B\.[ \t]+[\u3400-\u9fff].*$"),
+             lambda m: _CHOICE.sub(lambda c: (c[1][0] + "，" if c[1] else "") + c[2] + "，", m[0])),
             # Languages and programs named with ++ or # (C++ → C加加, Notepad++, C# → C sharp, F#): the marks had
             # been dropped.
             (re.compile(r"(?<![A-Za-z\d])([A-Za-z]+)\+\+(?![+A-Za-z\d])"), lambda m: m[1] + "加加"),
             (re.compile(r"(?<![A-Za-z\d])([CF])#(?![#A-Za-z\d])"), lambda m: m[1] + " sharp"),
             # k and w as thousands and ten thousands after a currency sign or a word about pay, or before 块/元
             # (¥1.2w, 月薪 15k-20k, 3w块): ¥1.2w had been 一元两角w, a hundred-thousandth of it; elsewhere W is watts.
-            (re.compile(rf"((?:{money})\s*|(?:{pay})[:：]?(?:是|为|约)?\s*)({_NUM}[wWkK])(?:(\s*[-~]\s*)({_NUM}[wWkK]))?"
-                        r"(?![A-Za-z])"),
-             lambda m: m[1] + _shorthand(m[2]) + (m[3] + _shorthand(m[4]) if m[4] else "")),
+            (re.compile(rf"((?:{money})\s*)({_NUM})([wWkK])?(?:(\s*[-~]\s*)({_NUM})([wWkK]))?(?![A-Za-z])"),
+             self._thousands),
+            # After a word about pay W stays watts (电源预算 650W) and K before a screen a resolution (预算 4K 显示器).
+            (re.compile(rf"((?:{pay})[:：]?(?:是|为|约)?\s*)({_NUM})([wkK])?(?:(\s*[-~]\s*)({_NUM})([wkK]))?"
+                        r"(?![A-Za-z])(?!\s*[显屏电视])"), self._thousands),
             (re.compile(rf"(?<![A-Za-z\d.])({_NUM}[wWkK])(?=\s*[块元])"), lambda m: _shorthand(m[1])),
             # An amount after or before an ISO currency code (USD 1,000, 300 HKD): money, not a model number's digits.
             (re.compile(rf"(?<![A-Za-z\d])(?P<sign>-?)(?<![A-Za-z])(?P<code>{codes})\s*(?P<minus>-?)(?P<amount>{_AMOUNT})(?P<big>[千万亿])?"
@@ -222,12 +230,12 @@ class _Rules:
             # A digit may start the item after a space (1. 09:30 视频会议): a decimal's point has no space after it.
             (re.compile(r"(?m)^([ \t]*)(\d{1,2})(?:[.)]|\ufe0f?\u20e3)(?:\s*(?=[^\d\s.])|[ \t]+(?=\d))"),
              lambda m: m[1] + cardinal(m[2]) + "，"),
-            # Lines joined by slashes (换乘 1/2/8 号线, 11/25 路) are each said, not a fraction or date; 第 before a
-            # slash pair counts a step of several (第2/5步 → 第二步，共五步; had been 第五分之二步).
-            (re.compile(r"(?<![\d./])(\d{1,3}(?:\s*/\s*\d{1,3})+)(?=\s*(?:号线|路))"),
+            # Lines joined by slashes (换乘 1/2/8 号线, 11/25/42 路) are each said, not a fraction or date; before 路
+            # only three or more (2/3 路程 is a fraction, 12/25 路由器 a date). 第 before a slash pair counts a step of
+            # several (第2/5步 → 第二步，共五步; had been 第五分之二步), or names two (第3/4季度 → 第三，四季度).
+            (re.compile(r"(?<![\d./])(\d{1,3}(?:\s*/\s*\d{1,3})+(?=\s*号线)|\d{1,3}(?:\s*/\s*\d{1,3}){2,}(?=\s*路))"),
              lambda m: "、".join(re.split(r"\s*/\s*", m[1]))),
-            (re.compile(r"第\s*(\d{1,3})\s*/\s*(\d{1,3})\s*([\u3400-\u9fff])"),
-             lambda m: f"第{m[1]}{m[3]}，共{m[2]}{m[3]}"),
+            (re.compile(r"第\s*(\d{1,3})\s*/\s*(\d{1,3})\s*(?=([\u3400-\u9fff]))"), self._nth_of),
             # A slash between two readings that each carry their own unit, % or currency sign (22.5℃ / 48%,
             # 3.7V/2000mAh), the second maybe after its name (12.3℃ / 湿度 80%: the slash had been dropped), is a pause,
             # as a list of readings is said; / before a unit or measure word (元/度, 10元/公斤 20元) stays 每, and
@@ -285,9 +293,10 @@ class _Rules:
              lambda m: " " + m[1].split(".")[0] + ("" if m[2] is None else " UTC" + _offset(m[2]))),
             (re.compile(r"(?<!\d)(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})(?![\d.])(?:\s*[日号])?"), self._ymd),
             # A latitude or longitude (31.23°N, 121.47°E) is 北纬/东经 … 度; its degree sign had been dropped
-            # (三十一点二三N).
-            (re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*°\s*([NSEW])(?![A-Za-z])"),
-             lambda m: {"N": "北纬", "S": "南纬", "E": "东经", "W": "西经"}[m[2]] + m[1] + "度"),
+            # (三十一点二三N). Only within a coordinate's range, in a clause about a place or beside its pair (风向
+            # 270°W, 角度 45°E are no coordinates).
+            (re.compile(r"(北纬|南纬|东经|西经)?\s*(?<![\d.])(\d{1,3}(?:\.\d+)?)°([NSEW])(?![A-Za-z])"),
+             self._coordinate),
             # * between two numbers is a times sign as typed on a keyboard (7*24 小时 had been 七二十四小时).
             (re.compile(r"(?<=\d)[ \t]*\*[ \t]*(?=\d)"), lambda m: "×"),
             # × or x between numbers is 乘 (7×24小时, 120x60cm), a resolution's numbers digit by digit (1920×1080);
@@ -298,18 +307,19 @@ class _Rules:
             # × before a lone number is 乘 (鸡蛋×2 → 鸡蛋乘二); the sign had been dropped. A Latin x is left alone
             # there: before a number it names models (宝马X5, 小米 X1).
             (re.compile(r"(?<![\d.])×\s?(?=\d)"), lambda m: "乘"),
-            # A dash from a clock time to another after a word of the day (上午10:00-下午2:00, 周六 22:30 - 周日 08:00)
-            # is a range, 到; it had been dropped.
-            (re.compile(r"(?<=\d[:：]\d\d)[ \t]*[-–][ \t]*(?=[\u3400-\u9fff]{1,3}[ \t]*\d{1,2}[:：点])"),
+            # A dash from a clock time to another after a word of the day (上午10:00-下午2:00, 周六 22:30 - 周日 08:00,
+            # 12:00-次日凌晨2:00) is a range, 到; it had been dropped. Before other words (09:00-站会 10:30-评审) it is
+            # a schedule's pause, left to the rules after.
+            (re.compile(rf"(?<=\d[:：]\d\d)[ \t]*[-–][ \t]*(?=(?:{day_word}){{1,2}}[ \t]*\d{{1,2}}[:：点])"),
              lambda m: "到"),
-            # A dash between two words as written (not numbers read yet: 3/5-2/5) that name days, dates or times is a
-            # range as ~ is (周一-周五 → 周一到周五); between other words it joins them and is not said (中国-东盟).
-            (re.compile(r"(?<=[\u3400-\u9fff])[ \t]*[-–][ \t]*(?=[\u3400-\u9fff])"),
-             lambda m: "到" if self._ranged(m) else m[0]),
-            # A dash between two values with the same word (3天-5天, 1月-3月, 3楼-5楼, 3F-5F) is a range, 到; the second
-            # value had been read as negative (三天负五天).
+            # A dash between two words of the day as written (周一-周五 → 周一到周五, 上午-下午) is a range as ~ is;
+            # set apart by spaces between other words a pause (五月天 - 天使, 还款日 - 今天), written tight it joins
+            # them and is not said (中国-东盟).
+            (re.compile(r"(?<=[\u3400-\u9fff])[ \t]*[-–][ \t]*(?=[\u3400-\u9fff])"), self._word_dash),
+            # A dash between two values with the same word (3天-5天, 1月-3月, 3楼-5楼, 3F-5F, 第3天-第5天) is a range,
+            # 到; the second value had been read as negative (三天负五天). Not in a sum (10个-3个=7个).
             (re.compile(rf"(?<![\d.\-{signs}])(?<![{signs}]\s)(\d+(?:\.\d+)?\s*([\u3400-\u9fff]{{1,2}}|F))\s*[-–]\s*"
-                        r"(?=\d+(?:\.\d+)?\s*\2)"),
+                        r"(?=第?\d+(?:\.\d+)?\s*\2(?!\s*[=＝]))"),
              lambda m: m[1] + "到"),
             # A floor as malls and lifts write it (1F大厅 → 一楼大厅, 电梯到 3F); after a temperature word in its
             # clause, degrees Fahrenheit (室温 72F). B1 and B2 (basement levels) are said as written.
@@ -406,7 +416,7 @@ class _Rules:
             (re.compile(r"(?<![\d.A-Za-z])\d{3,4}(?=[pP](?![A-Za-z]))"), self._digit_string),
             (re.compile(rf"((?:{ratio})(?:是|为)?\s*)(\d+)\s*[:：]\s*(\d+)"), self._ratio),
             (re.compile(rf"((?:{score})(?:是|为)?\s*)(\d{{1,3}})\s*[-–]\s*(\d{{1,3}})(?![\d.])"), self._ratio),
-            (re.compile(rf"(?<![\d.\-–])(\d{{1,3}})\s*[-–]\s*(\d{{1,3}})(?=\s*(?:{score_after}))"), self._ratio),
+            (re.compile(rf"(?<![\d.\-–前第后])(\d{{1,3}})\s*[-–]\s*(\d{{1,3}})(?=\s*(?:{score_after}))"), self._ratio),
             # Between two names a falling pair that no date can be (湖人112-108勇士, 巴萨3-0皇马: a range rises, and
             # no month has day 0 or a 13th month) is a score too.
             (re.compile(r"(?<=[\u3400-\u9fff])[ \t]*(\d{1,3})[ \t]*[-–][ \t]*(\d{1,3})(?![\d.])[ \t]*"
@@ -462,11 +472,15 @@ class _Rules:
             (re.compile(r"(?<![=<>!])[ \t]*=[ \t]*(?![=>])"), lambda m: str(self.d["math_symbols"]["="])),
             (re.compile(rf"(?<![\d.])(-?)((?:{_GROUPED}|\d+)(?:\.\d+)?)\s*({unit})(?![A-Za-z])"), self._unit),
             (re.compile(rf"(?<=[\u3400-\u9fff])\s*/\s*(?=(?:{per}))()"), self._per),
+            # A price without its currency word before a span (房租 3500/月, 3.5k/月 → 三千五百每月): 每, as after 元.
+            (re.compile(r"(?<=\d\d)\s*/\s*(?=(?:月|年|天|周|晚|小时|季度|学期)(?![\u3400-\u9fff\d]))"), lambda m: "每"),
             (re.compile(rf"(?<=[\u3400-\u9fff])\s*/\s*({unit})(?![A-Za-z])"), self._per),
             # A slash set apart by a space between words (制冷 / 26℃ / 自动风, 客厅 / 卧室) separates a list's items: a
             # pause (they had run together); written tight (开/关) it stays unsaid.
             (re.compile(r"(?<=[\u3400-\u9fff])(?:[ \t]+/[ \t]*|[ \t]*/[ \t]+)(?=[\u3400-\u9fff\d])"), lambda m: "，"),
             (re.compile(rf"(?<![\d.])(-?)({_GROUPED}|\d+)(\.\d+)?"), self._number),
+            # Between two capitals or sizes (A~C 区, S～XL) ~ is a range, 到, as between days.
+            (re.compile(r"(?<![A-Za-z])([A-Z]{1,3})[ \t]*~[ \t]*(?=[A-Z]{1,3}(?![A-Za-z]))"), lambda m: m[1] + "到"),
             (re.compile(r"[ \t]*~+[ \t]*"), self._tilde),
             # Digits no rule above read (after a stray dot: 约.5) are still said: nothing the user wrote is dropped.
             (re.compile(r"\d+"), lambda m: digits(m[0])),
@@ -522,17 +536,53 @@ class _Rules:
         between other words it is a pause (早安～今天, 好哒~马上到: a reader stops there). A trailing one is
         decoration: 。 at the end of the text, nothing elsewhere (before a line break, which is the pause)."""
         before, after = m.string[: m.start()], m.string[m.end() :]
-        if re.search(r"[A-Za-z\u3400-\u9fff]$", before) and re.match(r"[A-Za-z\u3400-\u9fff]", after):
-            return "到" if self._ranged(m) else "，"  # Hi～你好 too: a greeting's pause
+        if re.search(r"[\u3400-\u9fff]$", before) and re.match(r"[\u3400-\u9fff]", after):
+            return "到" if self._ranged(m) else "，"
+        if re.search(r"[A-Za-z]$", before) and re.match(r"[\u3400-\u9fff]", after):
+            return "，"  # Hi～你好: a greeting's pause
         return "" if re.search(r"[\w\u3400-\u9fff]", after) else "。"
 
     def _arrow(self, m: re.Match[str]) -> str:
         """An arrow set apart after a reading is its own clause (1013 hPa ↓ → 一千零一十三百帕，下降)."""
         word = str(self.d["change_arrows"][m[1]])
         before = m.string[: m.start()]
-        if before.endswith(word):
+        # Said already, in its words or others (价格上涨↑, 偏高↑, 向上滑动 ↑, ↓ 跌破): not again.
+        near = before.rstrip()[-4:] + "|" + m.string[m.end() : m.end() + 4].lstrip()
+        if any(w in near for w in self.d["change_arrow_words"][word]):
             return ""
         return ("，" if before.strip() and m[0][0] in " \t" else "") + word
+
+    @staticmethod
+    def _thousands(m: re.Match[str]) -> str:
+        """¥1.2w, 月薪 15k-20k, 15-20k (the low end takes the high end's k): 千 and 万 as the number rules read them."""
+        cue, low, low_k, dash, high, high_k = m.groups()
+        k = low_k or high_k
+        if not k:
+            return m[0]
+        return cue + _shorthand(low + k) + (dash + (_shorthand(high + high_k) if high_k else high) if dash else "")
+
+    def _coordinate(self, m: re.Match[str]) -> str:
+        said, value, side = m.groups()
+        word = {"N": "北纬", "S": "南纬", "E": "东经", "W": "西经"}[side]
+        clause = m.string[_clause_start(m.string, m.start()) : m.start()]
+        pair = re.search(r"°[NSEW]", m.string[max(0, m.start() - 16) : m.start()] + m.string[m.end() : m.end() + 16])
+        in_range = float(value) <= (90 if side in "NS" else 180)
+        if not in_range or not (said or pair or re.search(r"经纬|坐标|位置|定位|纬度|经度|GPS", clause)):
+            return m[0]
+        return word + value + "度"
+
+    def _nth_of(self, m: re.Match[str]) -> str:
+        """第2/5步: the second step of five, where the word counts steps of a whole (`steps_of_whole`); else two
+        ordinals (第3/4季度 → 第三，四季度)."""
+        n, of, word = m.groups()
+        if word in self.d["steps_of_whole"]:
+            return f"第{n}{word}，共{of}"
+        return f"第{n}，{of}"
+
+    def _word_dash(self, m: re.Match[str]) -> str:
+        if self.day_word_before.search(m.string, 0, m.start()) and re.match(_DAY_WORD, m.string[m.end() :]):
+            return "到"
+        return "，" if m[0][0] in " \t" and m[0][-1] in " \t" else m[0]
 
     def _ranged(self, m: re.Match[str]) -> bool:
         """Whether the words either side of a ~ or a dash both name days, dates, times or values."""
@@ -971,6 +1021,11 @@ _BIG_OR_MORE = re.compile(r"\s*[万亿多年]")
 _READING_AFTER = re.compile(r"\s*[%‰°]")
 # A clause's end in either width: NFKC has made the user's ！？，； ASCII by the time the rules run, but rules write
 # the full-width comma (a list's items, a pause).
+# A word that names a day or a part of one (周五, 星期日, 上午, 次日, 明天): a dash between two, or from a clock time to
+# one, is a range.
+_DAY_WORD = (r"(?:周|星期|礼拜)[一二三四五六日天]|上午|下午|中午|晚上|傍晚|早上|凌晨|次日|翌日|今天|明天|后天|昨天"
+             r"|今晚|明早|明晚")
+_CHOICE = re.compile(r"([\u3400-\u9fff][ \t]+)?(?<![A-Za-z.])([A-F])\.[ \t]+(?=[\u3400-\u9fff])")
 _CLAUSE_END = re.compile(r"[。，！？；,;!?\n]")
 
 

@@ -1380,3 +1380,31 @@ def test_markdown_tables_struck_text_and_lettered_choices_in_a_reply() -> None:
     assert normalize("温度：~~25℃~~ 26℃") == "温度，二十五摄氏度，二十六摄氏度"
     assert normalize("请选择：A. 开灯 B. 关灯 C. 取消") == "请选择，A，开灯，B，关灯，C，取消"
     assert normalize("Mr. Wang 来了") == "Mr Wang来了"  # a title's dot is no choice
+
+
+def test_todays_rules_leave_their_near_misses_alone() -> None:
+    """A review of the rules above found these read wrongly by them: a label and a day (还款日 - 今天 → 到), a
+    schedule's clock and its item (09:00-站会), a fraction before 路程, a pay word before watts or a 4K screen, an
+    arrow after its own word, a wind's bearing, a chat's tildes, a vitamin's letter and a sum."""
+    assert normalize("信用卡还款日 - 今天") == "信用卡还款日，今天"
+    assert normalize("正在播放：五月天 - 后来的我们") == "正在播放，五月天，后来的我们"
+    assert normalize("今日安排 09:00-站会 10:30-评审") == "今日安排九点站会十点三十分评审"
+    assert normalize("12:00-次日凌晨2:00") == "十二点到次日凌晨两点"
+    assert normalize("已行驶 2/3 路程") == "已行驶三分之二路程"
+    assert normalize("乘坐 11/25/42 路") == "乘坐十一，二十五，四十二路"
+    assert normalize("第3/4季度营收增长") == "第三，四季度营收增长"
+    assert normalize("价格上涨↑") == "价格上涨"
+    assert normalize("比特币 ↓ 跌破 6 万美元") == "比特币跌破六万美元"
+    assert normalize("电源预算 650W") == "电源预算六百五十瓦"
+    assert normalize("预算 4K 显示器") == "预算四K显示器"
+    assert normalize("月薪 15-20k") == "月薪一万五千到两万"  # the low end takes the high end's k
+    assert normalize("房租 3.5k/月") == "房租三千五百每月"
+    assert normalize("门票 120元 / 场") == "门票一百二十元每场"
+    assert normalize("北纬39.9°N") == "北纬三十九点九度"
+    assert normalize("风向 270°W") == "风向两百七十W"  # no coordinate (past 180, no place word): as before
+    assert normalize("收到~~我这就去开灯~~") == "收到，我这就去开灯。"
+    assert normalize("请多补充维生素 C. 另外要多喝水") == "请多补充维生素C。另外要多喝水"
+    assert normalize("请选择 A~C 中的一项") == "请选择A到C中的一项"
+    assert normalize("小组前2-3晋级") == "小组前二到三晋级"
+    assert normalize("二八定律：20% 的人拥有 80% 的财富") == "二八定律，百分之二十的人拥有百分之八十的财富"
+    assert normalize("第3天-第5天") == "第三天到第五天"
