@@ -85,7 +85,6 @@ class _Rules:
         ends = _alternation(d["tilde_range_ends"])
         self.tilde_range_before = re.compile(rf"(?:{ends})$")
         self.tilde_range_after = re.compile(rf"(?:{ends})")
-        self.day_word_before = re.compile(rf"(?:{_DAY_WORD})$")
         self.name_suffix_units = set(d["name_suffix_units"])
         self.unit_names = {u: re.compile(_alternation(words)) for u, words in d["unit_names_before"].items()}
         self.address_symbols = d["address_symbols"]
@@ -580,8 +579,10 @@ class _Rules:
         return f"第{n}，{of}"
 
     def _word_dash(self, m: re.Match[str]) -> str:
-        if self.day_word_before.search(m.string, 0, m.start()) and re.match(_DAY_WORD, m.string[m.end() :]):
-            return "到"
+        """周一-周五, 上午-下午, 今天-明天: two words of one kind make a range (星期天-下午茶 is no range)."""
+        for kind in _DAY_KINDS:
+            if re.search(f"(?:{kind})$", m.string[: m.start()]) and re.match(kind, m.string[m.end() :]):
+                return "到"
         return "，" if m[0][0] in " \t" and m[0][-1] in " \t" else m[0]
 
     def _ranged(self, m: re.Match[str]) -> bool:
@@ -1023,8 +1024,9 @@ _READING_AFTER = re.compile(r"\s*[%‰°]")
 # the full-width comma (a list's items, a pause).
 # A word that names a day or a part of one (周五, 星期日, 上午, 次日, 明天): a dash between two, or from a clock time to
 # one, is a range.
-_DAY_WORD = (r"(?:周|星期|礼拜)[一二三四五六日天]|上午|下午|中午|晚上|傍晚|早上|凌晨|次日|翌日|今天|明天|后天|昨天"
-             r"|今晚|明早|明晚")
+_DAY_KINDS = (r"(?:周|星期|礼拜)[一二三四五六日天]", r"上午|下午|中午|晚上|傍晚|早上|凌晨",
+              r"次日|翌日|今天|明天|后天|昨天|今晚|明早|明晚")
+_DAY_WORD = "|".join(_DAY_KINDS)
 _CHOICE = re.compile(r"([\u3400-\u9fff][ \t]+)?(?<![A-Za-z.])([A-F])\.[ \t]+(?=[\u3400-\u9fff])")
 _CLAUSE_END = re.compile(r"[。，！？；,;!?\n]")
 

@@ -1408,3 +1408,4 @@ def test_todays_rules_leave_their_near_misses_alone() -> None:
     assert normalize("小组前2-3晋级") == "小组前二到三晋级"
     assert normalize("二八定律：20% 的人拥有 80% 的财富") == "二八定律，百分之二十的人拥有百分之八十的财富"
     assert normalize("第3天-第5天") == "第三天到第五天"
+    assert normalize("星期天-下午茶") == "星期天下午茶"  # two kinds of day word: no range
