@@ -354,6 +354,9 @@ class _Rules:
             (re.compile(rf"((?:{_alternation(d['blood_pressure_cues'])})[^\dA-Za-z，。！？,;；\n]{{0,4}}?)?(?<![\d./])(\d{{2,3}})\s*/\s*"
                         r"(\d{2,3})(?![\d/])(\s*mmHg)?"), self._blood_pressure),
             (re.compile(r"(?<!\d)(\d{1,2})月(\d{1,2})(?=[日号])"), self._md),
+            # A slash set apart by spaces between two numbers (进度 3 / 10, 约 1 / 2 杯) is a fraction: no date is
+            # written so. The numbers had been read together (一二, 约一两杯).
+            (re.compile(r"(?<![\d./])(\d{1,3})[ \t]+/[ \t]+(\d{1,3})(?![\d/.])"), lambda m: f"{m[1]}/{m[2]}"),
             (re.compile(r"(?<![\d./])(\d{1,2})(/)(\d{1,2})(?![\d/])"), self._month_day),
             (re.compile(r"(?<![\d.\-A-Za-z])(\d{1,2})(-)(\d{1,2})(?![\d\-:]|\.\d)"), self._month_day),
             # An order or ticket number after # with dashes in it (#20261205-0012) is a code, as INC-2026-00123 is;
@@ -415,7 +418,8 @@ class _Rules:
             (re.compile(r"(?<![\d.A-Za-z])\d{3,4}(?=[pP](?![A-Za-z]))"), self._digit_string),
             (re.compile(rf"((?:{ratio})(?:是|为)?\s*)(\d+)\s*[:：]\s*(\d+)"), self._ratio),
             (re.compile(rf"((?:{score})(?:是|为)?\s*)(\d{{1,3}})\s*[-–]\s*(\d{{1,3}})(?![\d.])"), self._ratio),
-            (re.compile(rf"(?<![\d.\-–前第后])(\d{{1,3}})\s*[-–]\s*(\d{{1,3}})(?=\s*(?:{score_after}))"), self._ratio),
+            (re.compile(rf"(?<![\d.\-–前第后])(\d{{1,3}})\s*[-–]\s*(\d{{1,3}})(?=(?:\s*[、,，]\s*\d{{1,3}}\s*[-–]\s*\d{{1,3}})*"
+                        rf"\s*(?:{score_after}))"), self._ratio),
             # Between two names a falling pair that no date can be (湖人112-108勇士, 巴萨3-0皇马: a range rises, and
             # no month has day 0 or a 13th month) is a score too.
             (re.compile(r"(?<=[\u3400-\u9fff])[ \t]*(\d{1,3})[ \t]*[-–][ \t]*(\d{1,3})(?![\d.])[ \t]*"

@@ -1409,3 +1409,5 @@ def test_todays_rules_leave_their_near_misses_alone() -> None:
     assert normalize("二八定律：20% 的人拥有 80% 的财富") == "二八定律，百分之二十的人拥有百分之八十的财富"
     assert normalize("第3天-第5天") == "第三天到第五天"
     assert normalize("星期天-下午茶") == "星期天下午茶"  # two kinds of day word: no range
+    assert normalize("约 1 / 2 杯水") == "约二分之一杯水"  # had been 约一两杯水
+    assert normalize("以 6-4、6-3 击败对手") == "以六比四，六比三击败对手"  # each set of a match before the cue
