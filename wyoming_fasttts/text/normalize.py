@@ -76,6 +76,7 @@ class _Rules:
             rf"(?:(?<![A-Za-z])[vV]|(?:{_alternation(d['version_cues_before'])})[:：]?\s*)$")
         self.not_measure = re.compile(rf"\s*(?:{_alternation(d['not_measure_words'])})")
         self.countdown_before = re.compile(rf"(?:{_alternation(d['countdown_cues'])})[:：]?\s*$")
+        self.coordinate_cue = re.compile(_alternation(d["coordinate_cues"]))
         self.ratio_before = re.compile(rf"(?:{_alternation(d['ratio_cues'])})[:：\s]*$")
         self.seat_clause = re.compile(rf"{_alternation(d['seat_cues'])}|\d\s*车[:：\s]*$")
         self.seat_before = re.compile(rf"(?:{_alternation(d['seat_words'])})[:：\s]*$")
@@ -104,7 +105,6 @@ class _Rules:
         score = _alternation(d["score_cues"])
         score_after = _alternation(d["score_cues_after"])
         pay = _alternation(d["pay_cues"])
-        day_word = _DAY_WORD
         links = _alternation(d["reading_links"])
         festival = _alternation(d["festival_cues"])
         months = _alternation(d["english_months"])
@@ -309,7 +309,7 @@ class _Rules:
             # A dash from a clock time to another after a word of the day (上午10:00-下午2:00, 周六 22:30 - 周日 08:00,
             # 12:00-次日凌晨2:00) is a range, 到; it had been dropped. Before other words (09:00-站会 10:30-评审) it is
             # a schedule's pause, left to the rules after.
-            (re.compile(rf"(?<=\d[:：]\d\d)[ \t]*[-–][ \t]*(?=(?:{day_word}){{1,2}}[ \t]*\d{{1,2}}[:：点])"),
+            (re.compile(rf"(?<=\d[:：]\d\d)[ \t]*[-–][ \t]*(?=(?:{_DAY_WORD}){{1,2}}[ \t]*\d{{1,2}}[:：点])"),
              lambda m: "到"),
             # A dash between two words of the day as written (周一-周五 → 周一到周五, 上午-下午) is a range as ~ is;
             # set apart by spaces between other words a pause (五月天 - 天使, 还款日 - 今天), written tight it joins
@@ -570,7 +570,7 @@ class _Rules:
         clause = m.string[_clause_start(m.string, m.start()) : m.start()]
         pair = re.search(r"°[NSEW]", m.string[max(0, m.start() - 16) : m.start()] + m.string[m.end() : m.end() + 16])
         in_range = float(value) <= (90 if side in "NS" else 180)
-        if not in_range or not (said or pair or re.search(r"经纬|坐标|位置|定位|纬度|经度|GPS", clause)):
+        if not in_range or not (said or pair or self.coordinate_cue.search(clause)):
             return m[0]
         return word + value + "度"
 
@@ -584,13 +584,13 @@ class _Rules:
 
     def _word_dash(self, m: re.Match[str]) -> str:
         """周一-周五, 上午-下午, 今天-明天: two words of one kind make a range (星期天-下午茶 is no range)."""
-        for kind in _DAY_KINDS:
-            if re.search(f"(?:{kind})$", m.string[: m.start()]) and re.match(kind, m.string[m.end() :]):
+        for before, after in _DAY_KIND_ENDS:
+            if before.search(m.string, 0, m.start()) and after.match(m.string, m.end()):
                 return "到"
         return "，" if m[0][0] in " \t" and m[0][-1] in " \t" else m[0]
 
     def _ranged(self, m: re.Match[str]) -> bool:
-        """Whether the words either side of a ~ or a dash both name days, dates, times or values."""
+        """Whether the words either side of a ~ both name days, dates, times or values (`tilde_range_ends`)."""
         before = self.tilde_range_before.search(m.string, 0, m.start())
         return bool(before and self.tilde_range_after.match(m.string, m.end()))
 
@@ -1024,14 +1024,16 @@ _VERSION_BEFORE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)+)\s*到\s*$")
 _BETWEEN = re.compile(r"^之?间")
 _BIG_OR_MORE = re.compile(r"\s*[万亿多年]")
 _READING_AFTER = re.compile(r"\s*[%‰°]")
-# A clause's end in either width: NFKC has made the user's ！？，； ASCII by the time the rules run, but rules write
-# the full-width comma (a list's items, a pause).
-# A word that names a day or a part of one (周五, 星期日, 上午, 次日, 明天): a dash between two, or from a clock time to
-# one, is a range.
+# A word that names a day or a part of one (周五, 星期日, 上午, 次日, 明天), in three kinds: a dash between two of one
+# kind, or from a clock time to any, is a range.
 _DAY_KINDS = (r"(?:周|星期|礼拜)[一二三四五六日天]", r"上午|下午|中午|晚上|傍晚|早上|凌晨",
               r"次日|翌日|今天|明天|后天|昨天|今晚|明早|明晚")
 _DAY_WORD = "|".join(_DAY_KINDS)
+# Each kind as the word ending the text before a dash and as the word starting the text after it.
+_DAY_KIND_ENDS = tuple((re.compile(f"(?:{kind})$"), re.compile(kind)) for kind in _DAY_KINDS)
 _CHOICE = re.compile(r"([\u3400-\u9fff][ \t]+)?(?<![A-Za-z.])([A-F])\.[ \t]+(?=[\u3400-\u9fff])")
+# A clause's end in either width: NFKC has made the user's ！？，； ASCII by the time the rules run, but rules write
+# the full-width comma (a list's items, a pause).
 _CLAUSE_END = re.compile(r"[。，！？；,;!?\n]")
 
 
