@@ -122,8 +122,10 @@ def _syllable(syllable: str, stress: str) -> str | None:
 def pinyin_phonemes(word: str) -> str | None:
     """A word of two or more toneless pinyin syllables (Meituan, pinduoduo) read as them, or None."""
     parts = _split_pinyin(word.lower()) if word.isalpha() and not word.isupper() else None
-    if not parts or len(parts) < 2:
-        return None
+    return _said_syllables(parts) if parts and len(parts) > 1 else None
+
+
+def _said_syllables(parts: list[str]) -> str | None:
     said = [_syllable(part, "ˈ" if i == 0 else "ˌ") for i, part in enumerate(parts)]
     return None if None in said else "".join(s for s in said if s)
 
@@ -156,12 +158,14 @@ def words(run: str) -> list[str]:
 
 
 def phonemes(word: str) -> str:
-    """Phonemes for one Latin word; hyphenated or apostrophe words are read part by part."""
+    """Phonemes for one Latin word; a hyphenated word is read part by part."""
     known = _table().get(word.lower())
     if known:
         return known
     if "-" in word:
         return " ".join(phonemes(part) for part in word.split("-") if part)
+    if "'" in word:
+        return _apostrophe(word)
     if word.isupper() and len(word) <= _ACRONYM_MAX:
         return spell(word)
     known = _lookup(word)
@@ -177,3 +181,21 @@ def phonemes(word: str) -> str:
     if len(parts) > 1:
         return " ".join(phonemes(part) for part in parts)
     return spell(word)
+
+
+def _apostrophe(word: str) -> str:
+    """A word with an apostrophe: a contraction the lexicon knows (I'm, don't, o'clock, in any case: DON'T is no
+    acronym), else a possessive said as its stem and -s (McDonald's, Tesla's), else pinyin whose apostrophe parts
+    its syllables (Xi'an, Chang'an), else part by part (O'Brien)."""
+    known = _lookup(word.lower()) or _lookup(word)
+    if known:
+        return known
+    split = [_split_pinyin(part) for part in word.lower().split("'")]
+    pinyin = None if word.isupper() or None in split else _said_syllables([s for part in split if part for s in part])
+    if pinyin:
+        return pinyin
+    stem, _, tail = word.rpartition("'")
+    if tail.lower() == "s" and "'" not in stem:
+        said = phonemes(stem)
+        return said + ("ɪz" if said[-1] in "szʃʒʧʤ" else "s" if said[-1] in "ptkfθ" else "z")
+    return " ".join(phonemes(part) for part in word.split("'") if part)

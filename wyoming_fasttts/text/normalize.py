@@ -1128,7 +1128,10 @@ _NUMBER_ALONE = re.compile(rf"[\s\d.{DIGITS}十百千万亿两幺点]*")
 def _aside(m: re.Match[str]) -> str:
     return m[1] if _NUMBER_ALONE.fullmatch(m[1]) else "，" + m[1] + "，"
 
-_DROP = re.compile(r"[\"'“”‘’«»《》「」『』【】()\[\]{}（）<>〈〉]")
+# An apostrophe between two Latin letters is part of the word (I'm, don't, McDonald's: the English lexicon knows them
+# with it), typed or typographic (I’m, as replies write it); it had been dropped as a quote, and I'm was read "I, M".
+# Any other is a quote.
+_DROP = re.compile(r"[\"“”‘«»《》「」『』【】()\[\]{}（）<>〈〉]|(?<![A-Za-z])['’]|['’](?![A-Za-z])")
 # A hyphen between two Latin words is a space (Wi-Fi → Wi Fi, Type-C → Type C): it is not said, and the two are
 # said as two words; one left next to digits (KFR-35GW, 1080P-4K) was read by the rules above.
 _LATIN = r"[A-Za-z]+(?:'[A-Za-z]+)*"
@@ -1210,7 +1213,7 @@ def clean_marks(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
     text = _ELLIPSIS.sub(lambda m: "。" if not text[m.end() :].strip() else "，", text)
     text = _ASIDE.sub(_aside, _EMOJI.sub("，", text))
-    return _tidy(_DROP.sub(" ", text).translate(_rules().pauses))
+    return _tidy(_DROP.sub(" ", text).replace("’", "'").translate(_rules().pauses))
 
 
 def _tidy(text: str) -> str:

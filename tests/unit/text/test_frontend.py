@@ -55,6 +55,19 @@ def test_chinese_names_written_in_pinyin_are_read_as_their_syllables_not_spelled
     assert phonemes("Ding") == latin._lookup("Ding")  # one syllable alone is not taken for pinyin
 
 
+def test_an_apostrophe_inside_a_latin_word_keeps_the_word_whole():
+    """I'm is one word the lexicon knows, not I and M; a quote around words is still dropped."""
+    assert normalize("好的，I’m on it, don't worry") == "好的，I'm on it，don't worry"
+    assert normalize("打开'Living Room'的灯") == "打开Living Room的灯"
+    assert normalize("the players' scores") == "the players scores"
+    assert phonemes("I'm") == latin._lookup("I'm") and phonemes("DON'T") == latin._lookup("don't")
+    assert phonemes("I'll") != phonemes("I") + " " + phonemes("ll")
+    assert phonemes("McDonald's") == phonemes("McDonald") + "z" and phonemes("Boss's").endswith("ɪz")
+    assert phonemes("Xi'an") == "ʃˈiˌɑn" != phonemes("Xian")  # pinyin's apostrophe parts syllables: xi an, not xian
+    assert phonemes("Tian'anmen") == "tjˈɛnˌɑnmˌən"
+    assert phonemes("O'Brien") == phonemes("O") + " " + phonemes("Brien")
+
+
 def test_chinese_names_we_know_are_said_as_their_characters_with_tones():
     """Xiaomi is said as 小米 is, tones and all; each entry's characters read back as its spelling."""
     for word, name in load_table("chinese_names.tsv"):
