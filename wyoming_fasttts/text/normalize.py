@@ -734,8 +734,12 @@ class _Rules:
 
     def _about(self, m: re.Match[str]) -> str:
         """~ and ≈ before a single value say it is approximate (约); written after a value and its word (3天~5天,
-        1度≈0.5元) they join two values, as a range's 到 and maths' 约等于 do."""
-        if re.search(r"\d[\u3400-\u9fffA-Za-z]{1,3}\s*$", m.string[: m.start()]):
+        1度≈0.5元) they join two values, as a range's 到 and maths' 约等于 do. After a bare number and a space
+        (气温 5 ~ 13℃, as replies space it) it is left to the range rules: it had been 约 (五约十三摄氏度)."""
+        before = m.string[: m.start()]
+        if re.search(r"[\d%‰°.][ \t]+$", before):
+            return m[0]
+        if re.search(r"\d[\u3400-\u9fffA-Za-z]{1,3}\s*$", before):
             return "到" if m[1] == "~" else str(self.d["math_symbols"][m[1]])
         return "约"
 

@@ -708,6 +708,10 @@ def test_convention_about_signs_and_arrows():
     assert normalize("3天~5天") == "三天到五天"
     assert normalize("1度≈0.5元") == "一度约等于五角"
     assert normalize("9:00→18:00") == "九点到十八点"
+    # ... spaced too, as replies write it (气温 5 ~ 13℃ had been 五约十三).
+    assert normalize("气温 5 ~ 13℃") == "气温五到十三摄氏度"
+    assert normalize("温度 -5 ~ 3℃") == "温度零下五到三摄氏度"
+    assert normalize("预计 ~ 10 分钟") == "预计约十分钟"
 
 
 def test_convention_seats_decimals_before_wan_and_signed_money():
