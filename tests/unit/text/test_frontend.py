@@ -1383,6 +1383,7 @@ def test_sensor_marks_that_had_been_dropped_are_said() -> None:
     assert normalize("甲醛 0.08mg/m3") == "甲醛零点零八毫克每立方米"
     assert normalize("换乘 1/2/8 号线") == "换乘一，二，八号线"
     assert normalize("第 2/5 步") == "第二步，共五步"
+    assert normalize("正在播放第 3/10 首") == "正在播放第三首，共十首"  # a playlist counts songs through
     assert normalize("进度 3/10") == "进度十分之三"  # no 第: a fraction still
     assert normalize("经纬度 31.23°N, 121.47°E") == "经纬度北纬三十一点二三度，东经一百二十一点四七度"
     assert normalize("您的订单 #20261205-0012 已发货") == "您的订单二零二六幺二零五零零幺二已发货"  # no 负
