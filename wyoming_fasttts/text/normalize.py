@@ -212,7 +212,8 @@ class _Rules:
             (re.compile(r"(?<![A-Za-z\d])([CF])#(?![#A-Za-z\d])"), lambda m: m[1] + " sharp"),
             # k and w as thousands and ten thousands after a currency sign or a word about pay, or before 块/元
             # (¥1.2w, 月薪 15k-20k, 3w块): ¥1.2w had been 一元两角w, a hundred-thousandth of it; elsewhere W is watts.
-            (re.compile(rf"((?:{money})\s*)({_NUM})([wWkK])?(?:(\s*[-~]\s*)({_NUM})([wWkK]))?(?![A-Za-z])"),
+            # After a currency sign M and B are millions and billions ($1.2M → 一百二十万美元, had been 一美元两角M).
+            (re.compile(rf"((?:{money})\s*)({_NUM})([wWkKMB])?(?:(\s*[-~]\s*)({_NUM})([wWkKMB]))?(?![A-Za-z])"),
              self._thousands),
             # After a word about pay W stays watts (电源预算 650W) and K before a screen a resolution (预算 4K 显示器).
             (re.compile(rf"((?:{pay})[:：]?(?:是|为|约)?\s*)({_NUM})([wkK])?(?:(\s*[-~]\s*)({_NUM})([wkK]))?"
@@ -557,7 +558,8 @@ class _Rules:
 
     @staticmethod
     def _thousands(m: re.Match[str]) -> str:
-        """¥1.2w, 月薪 15k-20k, 15-20k (the low end takes the high end's k): 千 and 万 as the number rules read them."""
+        """¥1.2w, 月薪 15k-20k, 15-20k (the low end takes the high end's k), $1.2M: 千, 万 and 亿 as the number rules
+        read them."""
         cue, low, low_k, dash, high, high_k = m.groups()
         k = low_k or high_k
         if not k:
@@ -1047,11 +1049,13 @@ def _clause_start(text: str, pos: int) -> int:
 
 
 def _shorthand(amount: str) -> str:
-    """1.2w → 1.2万, 15k → 15000 (一万五千; 十五千 is no number): the shorthand of chats and job ads."""
+    """1.2w → 1.2万, 15k → 15000 (一万五千; 十五千 is no number), 1.2M → 120万, 3.5B → 35亿: the shorthand of
+    chats, job ads and finance news, in the units Chinese counts in."""
     if amount[-1] in "wW":
         return amount[:-1] + "万"
-    thousands = Decimal(amount[:-1]) * 1000
-    return str(thousands.normalize() if thousands % 1 else int(thousands))
+    scale, big = {"M": (100, "万"), "B": (10, "亿")}.get(amount[-1], (1000, ""))
+    value = Decimal(amount[:-1]) * scale
+    return str(value.normalize() if value % 1 else int(value)) + big
 
 
 def _after_ordinal(before: str) -> bool:
@@ -1143,8 +1147,9 @@ _ELLIPSIS = re.compile(r"(?:\.{3,}|…+|。{3,})")
 _SPOKEN = re.compile(rf"({_LATIN}|[\u3400-\u9fff。，！？]+)|.", re.DOTALL)
 _MARKS = "。，！？"
 # A single long dash between two numbers or dates marks a range (1998—2003, 9:00—18:00, 1日—5日; GB/T 15834 writes
-# 起止 so), read like "-"; anywhere else it is a pause (pre_nfkc).
-_NUMBER_DASH = re.compile(r"(?<=[\d日号])\s*[—―](?=\s*\d)")
+# 起止 so), read like "-", also between two values with their words (10点—12点, 第3名—第5名 had been 十点，十二点);
+# anywhere else it is a pause (pre_nfkc).
+_NUMBER_DASH = re.compile(r"(?:(?<=\d)|(?<=\d[\u3400-\u9fff])|(?<=\d[\u3400-\u9fff]{2}))\s*[—―](?=\s*第?\d)")
 # An HTML character reference (&nbsp; &amp; &lt; &#8451;) in a reply or a scraped notification is the character it
 # stands for; its name had been read (温度&nbsp;25℃ → 温度和nbsp，…). Only the full form with its semicolon.
 _ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z\d]{1,31});")

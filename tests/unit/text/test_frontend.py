@@ -563,6 +563,8 @@ def test_convention_a_long_dash_is_a_pause():
     # Near-misses: a range of years or times, and a hyphen inside a Latin name.
     assert normalize("1998—2003年间") == "一九九八到二零零三年间"
     assert normalize("营业9:00—18:00") == "营业九点到十八点"
+    assert normalize("10点—12点") == "十点到十二点" and normalize("第3名—第5名") == "第三名到第五名"  # values' words
+    assert normalize("共3个—分别是") == "共三个，分别是"
     assert normalize("Wi-Fi已连接") == "Wi Fi已连接"
 
 
@@ -1352,6 +1354,9 @@ def test_shorthand_thousands_and_programs_named_with_marks() -> None:
     assert normalize("月薪 15k-20k") == "月薪一万五千到两万"
     assert normalize("预算 5k-8k") == "预算五千到八千"
     assert normalize("3w块") == "三万块"
+    assert normalize("销售额为 ¥1.2M") == "销售额为一百二十万元"  # millions and billions after a currency sign
+    assert normalize("融资 $3.5B") == "融资三十五亿美元" and normalize("$5M-10M") == "五百万到一千万美元"
+    assert normalize("$5 MB") == "五美元MB"
     assert normalize("¥5千-8千") == "五千到八千元"
     assert normalize("¥5千-1万") == "五千到一万元"
     assert normalize("65W快充") == "六十五瓦快充"  # no money word: W is watts
