@@ -261,8 +261,9 @@ class _Rules:
             # decimal hour. Not a Latin name's digits before a colon (PM2.5：35 is a reading).
             (re.compile(r"(?<![A-Za-z\d.])(\d+\.\d+)\s*[:：]\s*(\d+(?:\.\d+)?)(?![\d.:：%‰°])"),
              lambda m: decimal(m[1]) + "比" + decimal(m[2])),
-            # An abbreviation's dots are not sentence stops (e.g. → 例如, Mr. Wang → Mr Wang; latin_abbreviations).
-            (re.compile(rf"(?<![A-Za-z.])({_alternation(d['latin_abbreviations'])})"),
+            # An abbreviation's dots are not sentence stops (e.g. → 例如, Mr. Wang → Mr Wang; latin_abbreviations);
+            # one with a digit right after its dot is a name's number (Vol.5 → Vol点五, as H.265).
+            (re.compile(rf"(?<![A-Za-z.])({_alternation(d['latin_abbreviations'])})(?!\d)"),
              lambda m: " " + str(self.d["latin_abbreviations"][m[1]]) + " "),
             # VS without its dot between two sides (湖人VS勇士, 3 vs 2) is 对 as VS. is; it had been two letters. Not
             # beside a Latin word (VS Code).

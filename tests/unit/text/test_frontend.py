@@ -1319,6 +1319,8 @@ def test_latin_abbreviations_are_not_sentence_stops() -> None:
     assert normalize("家电 e.g. 空调、冰箱 etc.") == "家电例如空调，冰箱等等"
     assert normalize("Mr. Wang 到了，Dr.Li 也到了") == "Mr Wang到了，Dr Li也到了"
     assert normalize("明天 8 a.m. 开会，5 p.m. 结束") == "明天上午八点开会，下午五点结束"
+    assert normalize("Apple Inc. 发布了新品") == "Apple Inc发布了新品" and normalize("U.S. 大选") == "US大选"
+    assert normalize("正在播放 Vol. 2") == "正在播放Vol二"  # ... but a digit right after the dot: Vol.5 → Vol点五
     # As sports and product replies write it, and capitalised at a sentence's start (VS。 had cut the sentence).
     assert normalize("湖人VS.勇士 今晚开赛") == "湖人对勇士今晚开赛"
     assert normalize("Vs. 去年同期，E.g. 空调") == "对去年同期，例如空调"
