@@ -147,6 +147,11 @@ class _Rules:
             # So is a model's number after a word and a space before a reading with its unit (RTX 3060 12GB, 小米 13
             # 256GB: had run together as 三零六零十二GB); other spaced digits are one number's groups (Tel 138 2046
             # 7719).
+            # A year joined to a quarter or a half (2026Q4, Q4 2026, H1 2026, FY2026 as FY's digits are) is a year,
+            # digit by digit, 年: it had been a count (两千零二十六Q四).
+            (re.compile(r"(?<![\d.A-Za-z])((?:19|20)\d\d)\s*(?=[QH][1-4](?![\dA-Za-z]))"),
+             lambda m: digits(m[1]) + "年"),
+            (re.compile(r"(?<![A-Za-z\d])([QH][1-4])\s+((?:19|20)\d\d)(?![\d.])"), self._quarter_year),
             (re.compile(r"(?<=[A-Za-z])(\d+(?:\.\d+)?)[ \t]+(?=-?\d)(?!\d{1,2}[:：]\d)"), lambda m: m[1] + "，"),
             (re.compile(rf"(?<=[^\d\s.,:：/\-][ \t])(\d+(?:\.\d+)?)[ \t]+(?={_NUM}\s*(?:{unit})(?![A-Za-z]))"),
              lambda m: m[1] + "，"),
@@ -432,6 +437,10 @@ class _Rules:
             # nothing (the zero had been lost: 一点五分).
             (re.compile(r"(?<![\d.])(\d{1,2})[ \t]*点[ \t]*0([0-9])[ \t]*分"),
              lambda m: m[1] + "点" + ("零" + cardinal(m[2]) + "分" if int(m[2]) else "")),
+            # AM/PM after a range of two times is said once, before the first (8:00-8:30 AM → 上午八点到八点三十分; the
+            # first had lost it: 八点到上午八点三十分) where both fall in that half of the day (11:00-1:00 PM does not).
+            (re.compile(rf"(?<![\d:：.])(\d{{1,2}})([:：]\d{{2}})(\s*[-~–至]\s*)(\d{{1,2}})([:：]\d{{2}})"
+                        rf"\s*({_alternation(d['am_pm'])})(?![A-Za-z\d{DIGITS}])"), _half_of_a_range),
             (re.compile(pair + r"(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?(?![\d:])"
                         rf"(?:\s*({_alternation(d['am_pm'])})(?![A-Za-z\d{DIGITS}十点]))?(\s*[-~至]\s*(?=\d{{1,2}}[:：]\d{{2}}))?"),
              self._clock),
@@ -727,6 +736,12 @@ class _Rules:
         if word is None or word[0].strip() not in ("日", "号") or _after_ordinal(before):
             return False
         return not self.year_after.match(after[word.end() :])
+
+    def _quarter_year(self, m: re.Match[str]) -> str:
+        """Q4 2026 → 二零二六年Q四, unless the number counts or measures (H2 2000 米 is two thousand metres)."""
+        if self._counts(m.string[m.end() :].lstrip()):
+            return m[0]
+        return digits(m[2]) + "年" + m[1]
 
     def _counts(self, after: str) -> bool:
         """Whether a measure word, an ordinal word, a unit or 万/亿/多/年 right after a number shows it counts or
@@ -1047,6 +1062,13 @@ _CLAUSE_END = re.compile(r"[。，！？；,;!?\n]")
 def _clause_start(text: str, pos: int) -> int:
     """Where the clause holding ``pos`` begins: a cue (座位, 航班) reaches no further back than a comma or a stop."""
     return max((c.end() for c in _CLAUSE_END.finditer(text, 0, pos)), default=0)
+
+
+def _half_of_a_range(m: re.Match[str]) -> str:
+    h1, m1, dash, h2, m2, half = m.groups()
+    if int(h1) > int(h2) and int(h1) != 12:
+        return m[0]
+    return f"{h1}{m1} {half}{dash}{h2}{m2}"
 
 
 def _shorthand(amount: str) -> str:

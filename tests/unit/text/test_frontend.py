@@ -1320,6 +1320,17 @@ def test_latin_abbreviations_are_not_sentence_stops() -> None:
     assert normalize("Mr. Wang 到了，Dr.Li 也到了") == "Mr Wang到了，Dr Li也到了"
     assert normalize("明天 8 a.m. 开会，5 p.m. 结束") == "明天上午八点开会，下午五点结束"
     assert normalize("Apple Inc. 发布了新品") == "Apple Inc发布了新品" and normalize("U.S. 大选") == "US大选"
+
+
+def test_am_pm_after_a_range_and_years_beside_a_quarter() -> None:
+    """8:00-8:30 AM had said 上午 only for the second time; 2026Q4 and Q4 2026 counted the year (两千零二十六)."""
+    assert normalize("8:00-8:30 AM") == "上午八点到八点三十分"
+    assert normalize("晚上 8:00-9:00 PM") == "晚上八点到九点"  # the day's part already said: once
+    assert normalize("11:00-1:00 PM") == "十一点到下午一点"  # the first is not in the afternoon
+    assert normalize("9:00 AM-5:00 PM") == "上午九点到下午五点"
+    assert normalize("2026Q4 营收") == normalize("Q4 2026 营收") == "二零二六年Q四营收"
+    assert normalize("H1 2026 财报") == "二零二六年H一财报"
+    assert normalize("H2 2000 米") == "H二，两千米"  # a number that measures is no year
     assert normalize("正在播放 Vol. 2") == "正在播放Vol二"  # ... but a digit right after the dot: Vol.5 → Vol点五
     # As sports and product replies write it, and capitalised at a sentence's start (VS。 had cut the sentence).
     assert normalize("湖人VS.勇士 今晚开赛") == "湖人对勇士今晚开赛"
