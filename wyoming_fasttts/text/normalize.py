@@ -308,6 +308,10 @@ class _Rules:
             # × or x between numbers is 乘 (7×24小时, 120x60cm), a resolution's numbers digit by digit (1920×1080);
             # not inside a name (RTX4090x) or a hex code (0x1F).
             (re.compile(rf"(?<![A-Za-z\d.])({_NUM})((?:\s*[×xX]\s*{_NUM})+)(?![\d.])"), self._times),
+            # An ID number's check letter after its cue (身份证号 11010519491231002X, 身份证后四位 002x) is the
+            # letter X; it had been 倍.
+            (re.compile(rf"(?:{cue_before})(?:是|为|：|:|\s)*\d+[xX](?![A-Za-z\d])"),
+             lambda m: self._cued(m)[:-1] + "X"),
             # x after a number is 倍 (1.5x → 一点五倍, 2x → 两倍).
             (re.compile(r"(?<![A-Za-z\d.])(\d+(?:\.\d+)?)\s?[xX](?![A-Za-z\d])"), lambda m: m[1] + "倍"),
             # × before a lone number is 乘 (鸡蛋×2 → 鸡蛋乘二); the sign had been dropped. A Latin x is left alone

@@ -40,6 +40,8 @@ def cardinal(number: str, liang: bool = False, big_liang: bool = True) -> str:
     value = int(number)
     if value == 0:
         return "零"
+    if value >= 10 ** (4 * len(_BIG_UNITS)):  # past 万亿's reach no one counts: an ID or a code, digit by digit
+        return digits(number)
     groups: list[int] = []
     while value:
         groups.append(value % 10000)

@@ -12,7 +12,7 @@ from wyoming_fasttts.text.latin import phonemes, spell
 @pytest.mark.parametrize(
     "text",
     ["", "   ", "😀🎉", "★★★", "...", "？！", "abc", "１２３", "\u200b你好\u3000", "𠀀", "1e10", "--5", "3//4",
-     "¥", "%"],
+     "¥", "%", "一共 123456789012345678 个", "身份证号 11010519491231002X"],
 )
 def test_odd_input_never_crashes(text):
     spoken = normalize(text)
@@ -1320,6 +1320,16 @@ def test_latin_abbreviations_are_not_sentence_stops() -> None:
     assert normalize("Mr. Wang 到了，Dr.Li 也到了") == "Mr Wang到了，Dr Li也到了"
     assert normalize("明天 8 a.m. 开会，5 p.m. 结束") == "明天上午八点开会，下午五点结束"
     assert normalize("Apple Inc. 发布了新品") == "Apple Inc发布了新品" and normalize("U.S. 大选") == "US大选"
+
+
+def test_numbers_past_counting_and_an_id_numbers_check_letter() -> None:
+    """17 digits and more before a measure word had raised IndexError (past 万亿, cardinal had no unit); an ID's
+    check letter X after its cue had been 倍."""
+    assert normalize("一共 123456789012345678 个") == "一共一二三四五六七八九零一二三四五六七八个"
+    assert normalize("9999999999999999 个").startswith("九千九百九十九万亿")  # the largest still counted
+    assert normalize("身份证号 11010519491231002X") == "身份证号幺幺零幺零五幺九四九幺二三幺零零二X"
+    assert normalize("身份证后四位 002x") == "身份证后四位零零二X"
+    assert normalize("放大 2x") == "放大两倍"
 
 
 def test_am_pm_after_a_range_and_years_beside_a_quarter() -> None:
