@@ -152,6 +152,10 @@ class _Rules:
             (re.compile(r"(?<![\d.A-Za-z])((?:19|20)\d\d)\s*(?=[QH][1-4](?![\dA-Za-z]))"),
              lambda m: digits(m[1]) + "年"),
             (re.compile(r"(?<![A-Za-z\d])([QH][1-4])\s+((?:19|20)\d\d)(?![\d.])"), self._quarter_year),
+            # A decade as English writes it ('90s, the 1980s) is 年代, its year digit by digit (九零年代 as 九零后 is
+            # said; the s had been seconds: 九十秒). Without the apostrophe or "the" it stays seconds (耗时 1990s).
+            (re.compile(r"(?:(?<![A-Za-z\d'’])['’]|(?<=[Tt]he ))((?:19|20)?\d0)s(?![A-Za-z\d])"),
+             lambda m: digits(m[1]) + "年代"),
             (re.compile(r"(?<=[A-Za-z])(\d+(?:\.\d+)?)[ \t]+(?=-?\d)(?!\d{1,2}[:：]\d)"), lambda m: m[1] + "，"),
             (re.compile(rf"(?<=[^\d\s.,:：/\-][ \t])(\d+(?:\.\d+)?)[ \t]+(?={_NUM}\s*(?:{unit})(?![A-Za-z]))"),
              lambda m: m[1] + "，"),

@@ -66,6 +66,8 @@ def test_an_apostrophe_inside_a_latin_word_keeps_the_word_whole():
     assert phonemes("Xi'an") == "ʃˈiˌɑn" != phonemes("Xian")  # pinyin's apostrophe parts syllables: xi an, not xian
     assert phonemes("Tian'anmen") == "tjˈɛnˌɑnmˌən"
     assert phonemes("O'Brien") == phonemes("O") + " " + phonemes("Brien")
+    assert normalize("'90s 的歌") == "九零年代的歌" and normalize("the 1980s") == "the一九八零年代"  # a decade
+    assert normalize("等待 90s") == "等待九十秒"  # no apostrophe: seconds
 
 
 def test_chinese_names_we_know_are_said_as_their_characters_with_tones():
