@@ -473,6 +473,13 @@ class _Rules:
             # ... and between two Latin words or a number and a word (x<y, A > B, 5 > x): the sign is said.
             (re.compile(rf"(?<=[A-Za-z\d])[ \t]*({compare})[ \t]*(?=[A-Za-z])"),
              lambda m: self.d["compare_symbols"][m[1]]),
+            # ... but > between a Chinese word and another word is a menu path's step (设置 > 网络 > Wi-Fi), a pause;
+            # the words had run together.
+            (re.compile(r"(?<=[\u3400-\u9fff])[ \t]*>[ \t]*(?=[A-Za-z\u3400-\u9fff])"
+                        r"|(?<=[A-Za-z])[ \t]*>[ \t]*(?=[\u3400-\u9fff])"), lambda m: "，"),
+            # + between two words, written alike on both sides (Ctrl+C, 蓝牙 + WiFi, 牛奶+面包), is 加 as said; it had
+            # been dropped. A name's trailing + (Disney+ 会员, A+ 级) stays unsaid.
+            (re.compile(r"(?<=[A-Za-z\u3400-\u9fff])(?:\+|[ \t]+\+[ \t]+)(?=[A-Za-z\u3400-\u9fff])"), lambda m: "加"),
             # A count's + (99+ 条, 3万+, 10 km+: had been dropped after 万 or a unit) is 加, as a badge is read.
             (re.compile(r"(?<=\d)\+(?!\s*\d)|(?<=\d[千万亿])\+(?![\d+])"), lambda m: "加"),
             (re.compile(r"(?<=\d)([ \t]?[A-Za-z]{1,4})\+(?![+\dA-Za-z])"), lambda m: m[1] + "加"),

@@ -1334,6 +1334,15 @@ def test_numbers_past_counting_and_an_id_numbers_check_letter() -> None:
     assert normalize("放大 2x") == "放大两倍"
 
 
+def test_menu_paths_pause_and_a_plus_between_words_is_said() -> None:
+    """设置 > 网络 > Wi-Fi had run together (设置网络Wi Fi); Ctrl+C and 牛奶+面包 had lost their +."""
+    assert normalize("设置 > 网络 > Wi-Fi") == "设置，网络，Wi Fi"
+    assert normalize("a > b") == "a大于b" and normalize("温度 > 30℃") == "温度大于三十摄氏度"  # comparisons still
+    assert normalize("按 Ctrl+C 复制") == "按Ctrl加C复制" and normalize("Alt + F4") == "Alt加F四"
+    assert normalize("牛奶+面包") == "牛奶加面包"
+    assert normalize("Disney+ 会员") == "Disney会员" and normalize("A+ 级") == "A级"  # a name's own +
+
+
 def test_am_pm_after_a_range_and_years_beside_a_quarter() -> None:
     """8:00-8:30 AM had said 上午 only for the second time; 2026Q4 and Q4 2026 counted the year (两千零二十六)."""
     assert normalize("8:00-8:30 AM") == "上午八点到八点三十分"
