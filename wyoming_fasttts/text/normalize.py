@@ -474,9 +474,10 @@ class _Rules:
             (re.compile(rf"(?<=[A-Za-z\d])[ \t]*({compare})[ \t]*(?=[A-Za-z])"),
              lambda m: self.d["compare_symbols"][m[1]]),
             # ... but > between a Chinese word and another word is a menu path's step (设置 > 网络 > Wi-Fi), a pause;
-            # the words had run together.
+            # the words had run together. Not the end of a bracket <提示>.
             (re.compile(r"(?<=[\u3400-\u9fff])[ \t]*>[ \t]*(?=[A-Za-z\u3400-\u9fff])"
-                        r"|(?<=[A-Za-z])[ \t]*>[ \t]*(?=[\u3400-\u9fff])"), lambda m: "，"),
+                        r"|(?<=[A-Za-z])[ \t]*>[ \t]*(?=[\u3400-\u9fff])"),
+             lambda m: m[0] if re.search(r"<[^<>\n]*$", m.string[: m.start()]) else "，"),
             # + between two words, written alike on both sides (Ctrl+C, 蓝牙 + WiFi, 牛奶+面包), is 加 as said; it had
             # been dropped. A name's trailing + (Disney+ 会员, A+ 级) stays unsaid.
             (re.compile(r"(?<=[A-Za-z\u3400-\u9fff])(?:\+|[ \t]+\+[ \t]+)(?=[A-Za-z\u3400-\u9fff])"), lambda m: "加"),
