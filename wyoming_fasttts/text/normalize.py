@@ -977,7 +977,7 @@ class _Rules:
         after = m.string[m.end() :]
         if len(number) == 4 and re.match(r"\d{4}年", after):
             return digits(number) + "到"
-        return self._sign(sign, after) + self._read_number("", number, "到" + after) + "到"
+        return self._sign(sign, number, after) + self._read_number("", number, "到" + after) + "到"
 
     def _year_range(self, m: re.Match[str]) -> str:
         """2025-2026赛季: two years, unless a measure word shows they are amounts (2000-2500元)."""
@@ -987,9 +987,9 @@ class _Rules:
             return m[0]
         return digits(m[1]) + "到" + digits(m[2])
 
-    def _sign(self, sign: str, after: str) -> str:
-        """零下 for temperatures, 负 otherwise."""
-        if not sign:
+    def _sign(self, sign: str, number: str, after: str) -> str:
+        """零下 for temperatures, 负 otherwise; nothing before a zero (-0.0℃, as a sensor rounds it: 零点零摄氏度)."""
+        if not sign or not number.strip("0.,"):
             return ""
         unit = re.match(rf"[-~到\d.\s]*({_alternation(self.units)})?", after)
         reading = self.units.get(unit[1], "") if unit and unit[1] else after.lstrip("-~到0123456789. ")
@@ -1031,15 +1031,17 @@ class _Rules:
         if cue and not cue.search(before[-8:]):
             return m[0]
         reading = str(self.units[unit])
-        return self._sign(sign, reading) + decimal(number.replace(",", ""), liang=self._liang_unit(unit)) + reading
+        said = decimal(number.replace(",", ""), liang=self._liang_unit(unit))
+        return self._sign(sign, number, reading) + said + reading
 
     def _number(self, m: re.Match[str]) -> str:
         sign, whole, frac = m.groups()
         after = m.string[m.end() :]
         if "," in whole:  # 第 2,000 位 is an ordinal: 第二千位, not 两千
-            return self._sign(sign, after) + decimal(whole.replace(",", "") + (frac or ""),
+            return self._sign(sign, whole, after) + decimal(whole.replace(",", "") + (frac or ""),
                                                      big_liang=not _after_ordinal(m.string[: m.start()]))
-        return self._sign(sign, after) + self._read_number(m.string[: m.start()], whole + (frac or ""), after)
+        number = whole + (frac or "")
+        return self._sign(sign, number, after) + self._read_number(m.string[: m.start()], number, after)
 
     def _read_number(self, before: str, number: str, after: str) -> str:
         """A bare number: 两 before a measure word, digit by digit for long or zero-led strings (unless a

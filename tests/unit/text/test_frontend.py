@@ -1343,6 +1343,13 @@ def test_menu_paths_pause_and_a_plus_between_words_is_said() -> None:
     assert normalize("Disney+ 会员") == "Disney会员" and normalize("A+ 级") == "A级"  # a name's own +
 
 
+def test_a_negative_zero_is_zero() -> None:
+    """A sensor that rounds a small negative writes -0.0; 零下零点零 says a minus nobody hears in the value."""
+    assert normalize("室外温度 -0.0 ℃") == "室外温度零点零摄氏度"
+    assert normalize("-0 度") == "零度"
+    assert normalize("温度 -0.5℃") == "温度零下零点五摄氏度"  # not zero: the minus stays
+
+
 def test_am_pm_after_a_range_and_years_beside_a_quarter() -> None:
     """8:00-8:30 AM had said 上午 only for the second time; 2026Q4 and Q4 2026 counted the year (两千零二十六)."""
     assert normalize("8:00-8:30 AM") == "上午八点到八点三十分"
