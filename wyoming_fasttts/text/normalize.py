@@ -245,6 +245,11 @@ class _Rules:
             (re.compile(r"(?<![\d./])(\d{1,3}(?:\s*/\s*\d{1,3})+(?=\s*号线)|\d{1,3}(?:\s*/\s*\d{1,3}){2,}(?=\s*路))"),
              lambda m: "、".join(re.split(r"\s*/\s*", m[1]))),
             (re.compile(r"第\s*(\d{1,3})\s*/\s*(\d{1,3})\s*(?=([\u3400-\u9fff]))"), self._nth_of),
+            # Two neighbouring digits joined by 、 before what they count are an estimate, said run together as
+            # written in characters (3、4 个人 → 三四个人, 1、2 天 → 一两天; had been 三，四个人); after 第 each number of
+            # the list is an ordinal (第 1、2 名 → 第一，第二名; the 2 had been 两).
+            (re.compile(r"(?<![\d.、])([1-9])\s*、\s*([2-9])(?![\d.、])"), self._estimate),
+            (re.compile(r"第\s*\d{1,3}(?:\s*、\s*\d{1,3})+"), lambda m: re.sub(r"、\s*", "、第", m[0])),
             # A slash between two readings that each carry their own unit, % or currency sign (22.5℃ / 48%,
             # 3.7V/2000mAh), the second maybe after its name (12.3℃ / 湿度 80%: the slash had been dropped), is a pause,
             # as a list of readings is said; / before a unit or measure word (元/度, 10元/公斤 20元) stays 每, and
@@ -609,6 +614,14 @@ class _Rules:
         if word in self.d["steps_of_whole"]:
             return f"第{n}{word}，共{of}"
         return f"第{n}，{of}"
+
+    def _estimate(self, m: re.Match[str]) -> str:
+        a, b = m.groups()
+        before, after = m.string[: m.start()], m.string[m.end() :]
+        after = after.lstrip()
+        if int(b) != int(a) + 1 or _after_ordinal(before) or self.ordinal_re.match(after) or not self._counts(after):
+            return m[0]
+        return cardinal(a, liang=True) + cardinal(b, liang=True)
 
     def _word_dash(self, m: re.Match[str]) -> str:
         """周一-周五, 上午-下午, 今天-明天: two words of one kind make a range (星期天-下午茶 is no range)."""
