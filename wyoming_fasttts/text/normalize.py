@@ -246,8 +246,8 @@ class _Rules:
              lambda m: "、".join(re.split(r"\s*/\s*", m[1]))),
             (re.compile(r"第\s*(\d{1,3})\s*/\s*(\d{1,3})\s*(?=([\u3400-\u9fff]))"), self._nth_of),
             # Two neighbouring digits joined by 、 before what they count are an estimate, said run together as
-            # written in characters (3、4 个人 → 三四个人, 1、2 天 → 一两天; had been 三，四个人); after 第 each number of
-            # the list is an ordinal (第 1、2 名 → 第一，第二名; the 2 had been 两).
+            # written in characters (3、4 个人 → 三四个人, 1、2 天 → 一两天; had been 三，四个人); after 第 each
+            # number of the list is an ordinal (第 1、2 名 → 第一，第二名; the 2 had been 两).
             (re.compile(r"(?<![\d.、])([1-9])\s*、\s*([2-9])(?![\d.、])"), self._estimate),
             (re.compile(r"第\s*\d{1,3}(?:\s*、\s*\d{1,3})+"), lambda m: re.sub(r"、\s*", "、第", m[0])),
             # A slash between two readings that each carry their own unit, % or currency sign (22.5℃ / 48%,
