@@ -40,6 +40,9 @@
 #        it (the fourteenth pass: 337 s to start without, 96-122 s with). Inductor keys its cache on the compiled
 #        stages' inputs, their layout included: parts taken before a9a17a8 (inputs as views into one inbox per
 #        stage) are not reused after it (fifteenth pass: the first run with it was still compiling at 290 s);
+#   CIC: (a fresh machine: U0 first) C, then IC's parts in the same call (MEASURE_S=540 leaves the ~30 s the parts
+#        take): a machine given back between the two calls can no longer lose the cache a fresh compile made; the
+#        step's wavs are dropped where more than two parts need the room (8 files come back at most);
 #   CW:  (a fresh machine: U0 first, or after C) C with the watchdog's sampling an hour apart instead of 5 s: whether
 #        its NVML and CUDA reads make the one-shot tail (sixteenth pass: the one-shot's series of start and latency is
 #        in the JSON since, to see whether the slow requests come at a period);
@@ -65,14 +68,17 @@ measure() { config=$1; (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEA
   | quiet; }
 pool() { limit=$1; shift; (cd "$code" && PYTHONPATH=$code:$pack/site timeout "$limit" python3 benchmarks/gpu_torch_pool.py \
   --data-dir $pack/data "$@") 2>&1 | quiet; }
+pack_cache() {  # inductor's cache as 15 MiB parts in $OUT; a step's wavs make room where the parts need it
+  tar -C $pack -cf - inductor | xz -T0 -6 | split -b 15M -d -a 1 - "$OUT"/inductor.tar.xz.
+  [ "$(ls "$OUT"/inductor.tar.xz.* | wc -l)" -gt 2 ] && rm -rf "$OUT"/wavs-*
+  ls -l "$OUT" | tee -a "$log"; }
 case $step in
 IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts (8 files come back at most)
-  tar -C $pack -cf - inductor | xz -T0 -6 | split -b 15M -d -a 1 - "$OUT"/inductor.tar.xz.
-  ls -l "$OUT" | tee -a "$log" ;;
+  pack_cache ;;
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|CW|DH|CM|CL|CX|CE|PM|R|HC)
+T|E|D|P|H|C|CIC|CW|DH|CM|CL|CX|CE|PM|R|HC)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -97,6 +103,7 @@ T|E|D|P|H|C|CW|DH|CM|CL|CX|CE|PM|R|HC)
   elif [ "$step" = CX ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml"
   elif [ "$step" = CE ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CE.yaml"
   elif [ "$step" = C ] || [ "$step" = CM ] || [ "$step" = CW ]; then measure "--config $pack/$step.yaml"
+  elif [ "$step" = CIC ]; then measure "--config $pack/C.yaml"; pack_cache
   elif [ "$step" = E ]; then measure "--config $pack/eager.yaml"
   elif [ "$step" = H ]; then measure "--config $pack/fp16.yaml"
   elif [ "$step" = PM ]; then pool 500 --config $pack/CM.yaml --out "$OUT"/pool-CM${TAG:-}.json
