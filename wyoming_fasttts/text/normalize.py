@@ -616,9 +616,9 @@ class _Rules:
         return f"第{n}，{of}"
 
     def _estimate(self, m: re.Match[str]) -> str:
+        """3、4 个人 → 三四个人: only neighbours (1、6 is a list), before a word that counts, not one that names."""
         a, b = m.groups()
-        before, after = m.string[: m.start()], m.string[m.end() :]
-        after = after.lstrip()
+        before, after = m.string[: m.start()], m.string[m.end() :].lstrip()
         if int(b) != int(a) + 1 or _after_ordinal(before) or self.ordinal_re.match(after) or not self._counts(after):
             return m[0]
         return cardinal(a, liang=True) + cardinal(b, liang=True)
@@ -1096,6 +1096,7 @@ def _clause_start(text: str, pos: int) -> int:
 
 
 def _half_of_a_range(m: re.Match[str]) -> str:
+    """8:00-8:30 AM → 8:00 AM-8:30: the clock rule then says 上午 once, before the first time."""
     h1, m1, dash, h2, m2, half = m.groups()
     if int(h1) > int(h2) and int(h1) != 12:
         return m[0]
