@@ -1354,6 +1354,13 @@ def test_neighbouring_numbers_joined_by_a_list_mark_are_an_estimate() -> None:
     assert normalize("信道建议设为 1、6 或 11") == "信道建议设为一，六或十一"
 
 
+def test_a_rating_in_full_and_empty_stars_is_said() -> None:
+    """★★★★☆ had said nothing; stars of one kind around a title and stars beside the number stay unsaid (sets)."""
+    assert normalize("评价：★★★★☆") == "评价，四星" and normalize("★☆☆☆☆") == "一星"
+    assert normalize("评分 ★★★★☆ 4.5 分") == "评分，四点五分"
+    assert normalize("★★★ 重要 ★★★") == "重要" and normalize("☆☆ 特别提醒 ☆☆") == "特别提醒"
+
+
 def test_a_negative_zero_is_zero() -> None:
     """A sensor that rounds a small negative writes -0.0; 零下零点零 says a minus nobody hears in the value."""
     assert normalize("室外温度 -0.0 ℃") == "室外温度零点零摄氏度"
