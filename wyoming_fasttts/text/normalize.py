@@ -317,10 +317,11 @@ class _Rules:
             # × or x between numbers is 乘 (7×24小时, 120x60cm), a resolution's numbers digit by digit (1920×1080);
             # not inside a name (RTX4090x) or a hex code (0x1F).
             (re.compile(rf"(?<![A-Za-z\d.])({_NUM})((?:\s*[×xX]\s*{_NUM})+)(?![\d.])"), self._times),
-            # A rating in full and empty stars (★★★★☆, as reviews show one) is its stars, 四星; it had been dropped as
-            # symbols and nothing was said. Not where a number says the rating too (★★★★☆ 4.5 分), nor stars of one
-            # kind, which notifications put around a title (★★★ 重要 ★★★).
-            (re.compile(r"(?<![★☆])(★+)☆+(?![★☆])(?![ \t]*\d)"), lambda m: cardinal(str(len(m[1])), liang=True) + "星"),
+            # A rating in full and empty stars (★★★★☆, as reviews show one: three to five in all) is its stars, 四星;
+            # it had been dropped as symbols and nothing was said. Not where a number says the rating too (★★★★☆ 4.5
+            # 分), nor stars of one kind, which notifications put around a title (★★★ 重要 ★★★), nor a pair (★☆).
+            (re.compile(r"(?<![★☆])(?=[★☆]{3,5}(?![★☆]))(★+)☆+(?![★☆])(?![ \t]*\d)"),
+             lambda m: cardinal(str(len(m[1])), liang=True) + "星"),
             # An ID number's check letter after its cue (身份证号 11010519491231002X, 身份证后四位 002x) is the
             # letter X; it had been 倍.
             (re.compile(rf"(?:{cue_before})(?:是|为|：|:|\s)*\d+[xX](?![A-Za-z\d])"),

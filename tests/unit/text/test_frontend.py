@@ -1359,6 +1359,7 @@ def test_a_rating_in_full_and_empty_stars_is_said() -> None:
     assert normalize("评价：★★★★☆") == "评价，四星" and normalize("★☆☆☆☆") == "一星"
     assert normalize("评分 ★★★★☆ 4.5 分") == "评分，四点五分"
     assert normalize("★★★ 重要 ★★★") == "重要" and normalize("☆☆ 特别提醒 ☆☆") == "特别提醒"
+    assert normalize("★☆ ###") == ""  # a pair is no rating: nothing to say (the server answers with silence)
 
 
 def test_a_negative_zero_is_zero() -> None:
