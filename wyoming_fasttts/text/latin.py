@@ -187,7 +187,7 @@ def _apostrophe(word: str) -> str:
     """A word with an apostrophe: a contraction the lexicon knows (I'm, don't, o'clock, in any case: DON'T is no
     acronym), else a possessive said as its stem and -s (McDonald's, Tesla's), else pinyin whose apostrophe parts
     its syllables (Xi'an, Chang'an), else part by part (O'Brien)."""
-    known = _lookup(word.lower()) or _lookup(word)
+    known = _lookup(word)  # as written, then lower case: DON'T as don't
     if known:
         return known
     split = [_split_pinyin(part) for part in word.lower().split("'")]

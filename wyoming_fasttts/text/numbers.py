@@ -8,6 +8,7 @@ from __future__ import annotations
 DIGITS = "零一二三四五六七八九"
 _SMALL_UNITS = ("", "十", "百", "千")
 _BIG_UNITS = ("", "万", "亿", "万亿")
+_UNCOUNTED = 10 ** (4 * len(_BIG_UNITS))  # past 万亿's reach no one counts: an ID or a code, read digit by digit
 
 
 def digits(number: str, one: str = "一") -> str:
@@ -40,7 +41,7 @@ def cardinal(number: str, liang: bool = False, big_liang: bool = True) -> str:
     value = int(number)
     if value == 0:
         return "零"
-    if value >= 10 ** (4 * len(_BIG_UNITS)):  # past 万亿's reach no one counts: an ID or a code, digit by digit
+    if value >= _UNCOUNTED:
         return digits(number)
     groups: list[int] = []
     while value:
