@@ -895,11 +895,13 @@ class _Rules:
         return out + (("至" if "至" in until else "到") if until else "")
 
     def _half_of_day(self, hour: str, half: str | None, before: str) -> str:
-        """上午/下午 for AM/PM after a clock time (12:15 PM is noon, 12:30 AM midnight); nothing where the text
-        already names the part of the day (晚上8:00 pm, 今晚 9 pm: said once)."""
+        """上午/下午 for AM/PM after a clock time, or the hour's own part of the day (12:15 PM is noon, 11 PM the
+        evening, 1 AM before dawn); nothing where the text already names the part of the day (晚上8:00 pm, 今晚 9 pm:
+        said once)."""
         if not half or self.day_part_before.search(before):
             return ""
-        return str((self.d["am_pm_twelve"] if int(hour) == 12 else self.d["am_pm"])[half])
+        said = self.d["am_pm"][half]
+        return str(self.d["am_pm_by_hour"][said].get(int(hour), said))
 
     def _hour_half(self, m: re.Match[str]) -> str:
         hour, half = m.groups()
@@ -1196,6 +1198,16 @@ _NUMBER_ALONE = re.compile(rf"[\s\d.{DIGITS}十百千万亿两幺点]*")
 def _aside(m: re.Match[str]) -> str:
     return m[1] if _NUMBER_ALONE.fullmatch(m[1]) else "，" + m[1] + "，"
 
+# A heading in square brackets that opens a notification or a sentence (【京东】验证码…, [报警] 客厅…, 【停电通知】, as
+# text messages and alarms are headed) is its sender or its kind, a pause after it (京东，验证码…): it had run into the
+# sentence (京东验证码, 报警客厅检测到); settled 2026-12-06. Not a number alone (【12】号, read by then), nor brackets
+# inside a sentence, which _DROP leaves unsaid as before.
+_HEADING = re.compile(r"(?:^|(?<=[。！？!?\n，]))(\s*)[【\[〔〖]([^】\]〕〗\n]+)[】\]〕〗](?=\s*[^\s。，！？])")
+
+
+def _heading(m: re.Match[str]) -> str:
+    return m[0] if _NUMBER_ALONE.fullmatch(m[2]) else m[1] + m[2] + "，"
+
 # An apostrophe between two Latin letters is part of the word (I'm, don't, McDonald's: the English lexicon knows them
 # with it), typed or typographic (I’m, as replies write it); it had been dropped as a quote, and I'm was read "I, M".
 # Any other is a quote.
@@ -1281,7 +1293,7 @@ def clean_marks(text: str) -> str:
     """The punctuation half of ``normalize`` (no number reading); the baselines' comparison uses it too."""
     text = unicodedata.normalize("NFKC", text)
     text = _ELLIPSIS.sub(lambda m: "。" if not text[m.end() :].strip() else "，", text)
-    text = _ASIDE.sub(_aside, _EMOJI.sub("，", text))
+    text = _HEADING.sub(_heading, _ASIDE.sub(_aside, _EMOJI.sub("，", text)))
     return _tidy(_DROP.sub(" ", text).replace("’", "'").translate(_rules().pauses))
 
 

@@ -369,9 +369,10 @@ def test_convention_settled_for_the_tenth_held_out_sets_open_questions():
     assert normalize("周四（12月10日）停电") == "周四，十二月十日，停电"
     assert normalize("快递已签收 📦 请查收") == "快递已签收，请查收"
     assert normalize("下雨了🌧️记得收衣服") == "下雨了，记得收衣服"
-    # Landlines keep their bracketed area code joined; decoration brackets and a leading or trailing emoji say nothing.
+    # Landlines keep their bracketed area code joined; a leading or trailing emoji says nothing (a heading's 【】 a
+    # pause after it since 2026-12-06: test_a_bracketed_heading_is_followed_by_a_pause).
     assert normalize("(021) 6234 5678") == "零二幺六二三四五六七八"
-    assert normalize("【通知】明天停水 💧") == "通知明天停水"
+    assert normalize("【通知】明天停水 💧") == "通知，明天停水"
 
 
 def test_front_end_gaps_closed_after_the_ninth_held_out_set():
@@ -838,7 +839,7 @@ def test_convention_countdowns_am_pm_and_utc():
     assert normalize("倒计时 10:00") == "倒计时十分"
     assert normalize("倒计时00:45") == "倒计时四十五秒"
     assert normalize("剩余02:02") == "剩余两分两秒"
-    assert normalize("8:30 PM") == "下午八点三十分"
+    assert normalize("8:30 PM") == "晚上八点三十分"
     assert normalize("9:15 AM") == "上午九点十五分"
     assert normalize("9:00 AM-5:00 PM营业") == "上午九点到下午五点营业"
     assert normalize("UTC+8") == "UTC加八"
@@ -971,11 +972,40 @@ def test_convention_noon_midnight_time_zones_and_signs():
     assert normalize("+HK$50") == "加五十港元"
     assert normalize("+3℃") == "加三摄氏度"
     assert normalize("-3℃") == "零下三摄氏度"
-    # Near-misses: other hours keep 上午/下午; a day part already written is not said again; UTC+8.
-    assert normalize("11:30 PM") == "下午十一点三十分"
+    # Near-misses: other hours keep 上午/下午 (settled 2026-12-06: an evening or a night hour has its own part of the
+    # day, below); a day part already written is not said again; UTC+8.
+    assert normalize("3:30 PM") == "下午三点三十分"
     assert normalize("9:15 AM") == "上午九点十五分"
     assert normalize("中午12:15 PM") == "中午十二点十五分"
     assert normalize("UTC+8") == "UTC加八"
+
+
+def test_a_bracketed_heading_is_followed_by_a_pause():
+    """【京东】, [报警], 〔通知〕 opening a message or a sentence name its sender or kind: a pause after it (they
+    had run into the sentence: 京东验证码, 报警客厅检测到; settled 2026-12-06, 62 set lines)."""
+    assert normalize("【京东】验证码：824610，请勿泄露。") == "京东，验证码，八二四六幺零，请勿泄露。"
+    assert normalize("[报警] 客厅检测到有人移动。") == "报警，客厅检测到有人移动。"
+    assert normalize("〔通知〕明天停水") == "通知，明天停水"
+    assert normalize("洗好了。【提醒】请晾晒") == "洗好了。提醒，请晾晒"
+    assert normalize("🔔【门铃】\n有人在门口") == "门铃，有人在门口"
+    # Near-misses: brackets inside a sentence, a number alone, a heading with nothing after it, a checkbox.
+    assert normalize("请打开【设置】页面") == "请打开设置页面"
+    assert normalize("【12】号") == "十二号"
+    assert normalize("【提醒】") == "提醒"
+    assert normalize("- [x] 倒垃圾") == "已完成，倒垃圾"
+
+
+def test_evening_and_night_hours_after_am_pm():
+    """7 PM to 11:59 PM is the evening (晚上) and 1 AM to 4:59 AM before dawn (凌晨): 下午十一点 and 上午两点 are no
+    Chinese reading (settled 2026-12-06; five set lines had written 下午七点 to 下午十一点)."""
+    assert normalize("伦敦现在是 11:20 PM。") == "伦敦现在是晚上十一点二十分。"
+    assert normalize("会议改到 8pm") == "会议改到晚上八点"
+    assert normalize("备份 2:00 AM 开始") == "备份凌晨两点开始"
+    assert normalize("7:00-9:30 PM 直播") == "晚上七点到九点三十分直播"
+    # Near-misses: 6 PM and 5 AM keep 下午 and 上午; a part of the day already written is said once.
+    assert normalize("6:20 PM 落地") == "下午六点二十分落地"
+    assert normalize("5:30 AM 起床") == "上午五点三十分起床"
+    assert normalize("今晚 10:30 PM 关灯") == "今晚十点三十分关灯"
 
 
 def test_convention_gates_routes_and_2k():
@@ -1072,7 +1102,7 @@ def test_jieba_global_state_untouched():
 def test_an_hour_with_am_or_pm_and_no_minutes_is_a_clock_time():
     """3PM, 8 pm, 12 PM read as 8:00 PM does (they had read 三PM); the part of the day is said once."""
     assert normalize("会议 3PM 开始") == "会议下午三点开始"
-    assert normalize("8 pm 提醒我") == "下午八点提醒我"
+    assert normalize("8 pm 提醒我") == "晚上八点提醒我"
     assert normalize("12 PM 吃饭") == "中午十二点吃饭"
     assert normalize("明早7AM叫我") == "明早七点叫我"
     assert normalize("今晚 9 pm 关灯") == "今晚九点关灯"
