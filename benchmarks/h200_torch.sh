@@ -19,6 +19,8 @@
 #   F:   (after H) fp32 with engine.batch_frames 1024: M's shapes at full precision;
 #   C:   (a fresh machine: U0 first) unpack, then fp16 fused by inductor (engine.torch_compile true): T's engine with H's precision;
 #   DH:  (a fresh machine: U0 first) unpack, then D's doctor with engine.precision fp16 (eager kernels captured);
+#   DC:  (a fresh machine: U0 first; carry .gpu/ic) unpack, then D's doctor on C's setting (fp16, fused by inductor):
+#        parity of the fused rows and of the shipped fast setting with the CPU reference;
 #   CM:  (a fresh machine: U0 first) unpack, then C with engine.batch_frames 1024 (C's fusion, M's shapes: memory).
 #   CL:  (a fresh machine: U0 first) unpack, then CM with fewer frame buckets (64, 128, 256, 512, 1024: 53 shapes, not
 #        67; ~12 MiB of the driver's per captured graph on average, by difference) and PyTorch's expandable segments
@@ -78,7 +80,7 @@ IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|CIC|CW|DH|CM|CL|CX|CE|PM|R|HC)
+T|E|D|P|H|C|CIC|CW|DH|DC|CM|CL|CX|CE|PM|R|HC)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -109,7 +111,8 @@ T|E|D|P|H|C|CIC|CW|DH|CM|CL|CX|CE|PM|R|HC)
   elif [ "$step" = PM ]; then pool 500 --config $pack/CM.yaml --out "$OUT"/pool-CM${TAG:-}.json
   elif [ "$step" = P ]; then for order in largest smallest; do pool 150 --order $order --out "$OUT"/pool-$order.json; done
   elif [ "${step:0:1}" = D ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
-      --engine torch-cuda --config $pack/$([ "$step" = DH ] && echo fp16 || echo eager).yaml --data-dir $pack/data --runs 20) 2>&1 | quiet
+      --engine torch-cuda --config $pack/$(case $step in DH) echo fp16;; DC) echo C;; *) echo eager;; esac).yaml \
+      --data-dir $pack/data --runs 20) 2>&1 | quiet
   else measure ""; fi ;;
 T2) measure "" ;;
 M|F)
