@@ -995,6 +995,16 @@ def test_a_bracketed_heading_is_followed_by_a_pause():
     assert normalize("- [x] 倒垃圾") == "已完成，倒垃圾"
 
 
+def test_a_book_number_is_a_code():
+    """ISBN, 书号 and ISSN numbers are read digit by digit as other codes are, their dashes unsaid (the groups had been
+    a minus and a range: ISBN 九七八负七到一百一十一…)."""
+    assert normalize("ISBN 978-7-111-12345-6") == "ISBN九七八七幺幺幺幺二三四五六"
+    assert normalize("书号 978-7-5063-9999-1") == "书号九七八七五零六三九九九九幺"
+    assert normalize("ISSN 1000-0054") == "ISSN幺零零零零零五四"
+    # Near-miss: the letters inside a longer Latin word are no cue.
+    assert normalize("MISBN 12") == "MISBN十二"
+
+
 def test_evening_and_night_hours_after_am_pm():
     """7 PM to 11:59 PM is the evening (晚上) and 1 AM to 4:59 AM before dawn (凌晨): 下午十一点 and 上午两点 are no
     Chinese reading (settled 2026-12-06; five set lines had written 下午七点 to 下午十一点)."""
