@@ -21,6 +21,9 @@
 #   DH:  (a fresh machine: U0 first) unpack, then D's doctor with engine.precision fp16 (eager kernels captured);
 #   DC:  (a fresh machine: U0 first; carry .gpu/ic) unpack, then D's doctor on C's setting (fp16, fused by inductor):
 #        parity of the fused rows and of the shipped fast setting with the CPU reference;
+#   CF:  (a fresh machine: U0 first, or after C) C with frame buckets [64, 96, 128, 160, 192, 256, 384, 512, 768]:
+#        the benchmark sentence's 139 frames pad to 160 instead of 192 (eighteenth pass: the engine's 18.6 ms of one
+#        sentence against the 15.75 ms floor at its own shape), what the padding costs and what more graphs hold;
 #   CM:  (a fresh machine: U0 first) unpack, then C with engine.batch_frames 1024 (C's fusion, M's shapes: memory).
 #   CL:  (a fresh machine: U0 first) unpack, then CM with fewer frame buckets (64, 128, 256, 512, 1024: 53 shapes, not
 #        67; ~12 MiB of the driver's per captured graph on average, by difference) and PyTorch's expandable segments
@@ -80,7 +83,7 @@ IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|CIC|CW|DH|DC|CM|CL|CX|CE|PM|R|HC)
+T|E|D|P|H|C|CIC|CW|CF|DH|DC|CM|CL|CX|CE|PM|R|HC)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -96,6 +99,7 @@ T|E|D|P|H|C|CIC|CW|DH|DC|CM|CL|CX|CE|PM|R|HC)
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n' > $pack/CM.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n  buckets:\n    frames: [64, 128, 256, 512]\n' > $pack/CL.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n  buckets:\n    frames: [64, 128, 192, 256, 512]\n' > $pack/CE.yaml
+  printf 'engine:\n  precision: fp16\n  torch_compile: true\n  buckets:\n    frames: [64, 96, 128, 160, 192, 256, 384, 512, 768]\n' > $pack/CF.yaml
   if [ "$step" = R ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_compile_rows.py \
       --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx --vocab $pack/data/vocab.json \
       --budget-s $((${MEASURE_S:-540} - 15)) --probe ${VARIANTS:+--variants $VARIANTS} ${ROWS:+--rows $ROWS} --out "$OUT"/gpu-compile-rows.json) 2>&1 | quiet
@@ -104,7 +108,7 @@ T|E|D|P|H|C|CIC|CW|DH|DC|CM|CL|CX|CE|PM|R|HC)
   elif [ "$step" = CL ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CL.yaml"
   elif [ "$step" = CX ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml"
   elif [ "$step" = CE ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CE.yaml"
-  elif [ "$step" = C ] || [ "$step" = CM ] || [ "$step" = CW ]; then measure "--config $pack/$step.yaml"
+  elif [ "$step" = C ] || [ "$step" = CM ] || [ "$step" = CW ] || [ "$step" = CF ]; then measure "--config $pack/$step.yaml"
   elif [ "$step" = CIC ]; then measure "--config $pack/C.yaml"; pack_cache
   elif [ "$step" = E ]; then measure "--config $pack/eager.yaml"
   elif [ "$step" = H ]; then measure "--config $pack/fp16.yaml"
