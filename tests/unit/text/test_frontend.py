@@ -1005,6 +1005,16 @@ def test_a_book_number_is_a_code():
     assert normalize("MISBN 12") == "MISBN十二"
 
 
+def test_areas_and_volumes_typed_without_superscripts():
+    """m3 and m2 after a number are 立方米 and 平方米, as m³ and m² are (燃气用量 1.2 m3 had been 一点二米三)."""
+    assert normalize("燃气用量 1.2 m3。") == "燃气用量一点二立方米。"
+    assert normalize("房子 120 m2，三室两厅。") == "房子一百二十平方米，三室两厅。"
+    assert normalize("1 m3/h") == "一立方米每小时"
+    # Near-misses: a car's and a chip's name in capitals.
+    assert normalize("宝马 M3 已停入车库") == "宝马M三已停入车库"
+    assert normalize("苹果 M2 芯片") == "苹果M二芯片"
+
+
 def test_evening_and_night_hours_after_am_pm():
     """7 PM to 11:59 PM is the evening (晚上) and 1 AM to 4:59 AM before dawn (凌晨): 下午十一点 and 上午两点 are no
     Chinese reading (settled 2026-12-06; five set lines had written 下午七点 to 下午十一点)."""
