@@ -184,6 +184,11 @@ class _Rules:
             # Three or more digits with a leading zero before 号 are a code, said as written (086号车位 →
             # 零八六号车位): a count has no leading zero to say.
             (re.compile(r"(?<![\d.,])(0\d{2,})(?=\s*号)"), lambda m: _read_code(m[1])),
+            # Eight digits that make a date after a word for one (生产日期 20261201, 有效期至 20270630) are that
+            # date, as labels and logs write it; they had been read as a code (二零二六幺二零幺).
+            (re.compile(rf"((?:{_alternation(d['compact_date_cues'])})(?:是|为|：|:|\s)*)((?:19|20)\d\d)(0[1-9]|1[0-2])"
+                        r"(0[1-9]|[12]\d|3[01])(?![\d.,])"),
+             lambda m: f"{m[1]}{m[2]}年{int(m[3])}月{int(m[4])}日"),
             # A card or account number in groups of four (6222 0210 0188 7765) is a code with or without a cue word.
             (re.compile(r"(?<![\d.,])\d{4}(?:[ -]\d{4}){2,4}(?:[ -]\d{1,3})?(?![\d.,])"), lambda m: _read_code(m[0])),
             # A line's leading bullet (-, *, •) or Markdown heading (#) is decoration, not a minus or 号.

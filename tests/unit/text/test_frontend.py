@@ -1015,6 +1015,17 @@ def test_areas_and_volumes_typed_without_superscripts():
     assert normalize("苹果 M2 芯片") == "苹果M二芯片"
 
 
+def test_eight_digits_after_a_date_word_are_a_date():
+    """生产日期 20261201 is a date as labels and logs write it (it had been read as a code, 二零二六幺二零幺)."""
+    assert normalize("生产日期 20261201") == "生产日期二零二六年十二月一日"
+    assert normalize("截至 20261206 共 35 单") == "截至二零二六年十二月六日共三十五单"
+    assert normalize("生日 19900815") == "生日一九九零年八月十五日"
+    # Near-misses: no such month, no date word, more digits than a date has.
+    assert normalize("日期 20261340") == "日期二零二六幺三四零"
+    assert normalize("订单号 20261201") == "订单号二零二六幺二零幺"
+    assert normalize("日期 2026120188") == "日期二零二六幺二零幺八八"
+
+
 def test_evening_and_night_hours_after_am_pm():
     """7 PM to 11:59 PM is the evening (晚上) and 1 AM to 4:59 AM before dawn (凌晨): 下午十一点 and 上午两点 are no
     Chinese reading (settled 2026-12-06; five set lines had written 下午七点 to 下午十一点)."""
