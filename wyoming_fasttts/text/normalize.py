@@ -345,6 +345,11 @@ class _Rules:
             # set apart by spaces between other words a pause (五月天 - 天使, 还款日 - 今天), written tight it joins
             # them and is not said (中国-东盟).
             (re.compile(r"(?<=[\u3400-\u9fff])[ \t]*[-–][ \t]*(?=[\u3400-\u9fff])"), self._word_dash),
+            # The same spaced dash between a title and its artist where either is in Latin letters or the title in
+            # its brackets (Shape of You - Ed Sheeran, 《孤勇者》- 陈奕迅, as media players show what is playing) is a
+            # pause too; the two had run together (孤勇者陈奕迅). Not before a digit (COVID - 19, 温度 - 5).
+            (re.compile(r"(?:(?<=[\u3400-\u9fffA-Za-z])[ \t]+[-–][ \t]+|(?<=[》」』”\"])[ \t]*[-–][ \t]*)"
+                        r"(?=[《「『“\"\u3400-\u9fffA-Za-z])"), lambda m: "，"),
             # A dash between two values with the same word (3天-5天, 1月-3月, 3楼-5楼, 3F-5F, 第3天-第5天) is a range,
             # 到; the second value had been read as negative (三天负五天). Not in a sum (10个-3个=7个).
             (re.compile(rf"(?<![\d.\-{signs}])(?<![{signs}]\s)(\d+(?:\.\d+)?\s*([\u3400-\u9fff]{{1,2}}|F))\s*[-–]\s*"

@@ -1026,6 +1026,19 @@ def test_eight_digits_after_a_date_word_are_a_date():
     assert normalize("日期 2026120188") == "日期二零二六幺二零幺八八"
 
 
+def test_a_spaced_dash_between_a_title_and_its_artist_is_a_pause():
+    """What a media player shows as playing, title - artist, has a pause between them also where one is in Latin
+    letters or the title in its brackets (《孤勇者》- 陈奕迅 had run together: 孤勇者陈奕迅)."""
+    assert normalize("正在播放《孤勇者》- 陈奕迅") == "正在播放孤勇者，陈奕迅"
+    assert normalize("「晴天」- 周杰伦") == "晴天，周杰伦"
+    assert normalize("正在播放 Shape of You - Ed Sheeran") == "正在播放Shape of You，Ed Sheeran"
+    # Near-misses: a range of days, a tight dash between words or in a Latin name, a number after the dash.
+    assert normalize("周一 - 周五") == "周一到周五"
+    assert normalize("中国-东盟") == "中国东盟"
+    assert normalize("Wi-Fi 已连接") == "Wi Fi已连接"
+    assert normalize("COVID - 19") == "COVID十九"
+
+
 def test_evening_and_night_hours_after_am_pm():
     """7 PM to 11:59 PM is the evening (晚上) and 1 AM to 4:59 AM before dawn (凌晨): 下午十一点 and 上午两点 are no
     Chinese reading (settled 2026-12-06; five set lines had written 下午七点 to 下午十一点)."""
