@@ -342,14 +342,12 @@ class _Rules:
             (re.compile(rf"(?<=\d[:：]\d\d)[ \t]*[-–][ \t]*(?=(?:{_DAY_WORD}){{1,2}}[ \t]*\d{{1,2}}[:：点])"),
              lambda m: "到"),
             # A dash between two words of the day as written (周一-周五 → 周一到周五, 上午-下午) is a range as ~ is;
-            # set apart by spaces between other words a pause (五月天 - 天使, 还款日 - 今天), written tight it joins
-            # them and is not said (中国-东盟).
-            (re.compile(r"(?<=[\u3400-\u9fff])[ \t]*[-–][ \t]*(?=[\u3400-\u9fff])"), self._word_dash),
-            # The same spaced dash between a title and its artist where either is in Latin letters or the title in
-            # its brackets (Shape of You - Ed Sheeran, 《孤勇者》- 陈奕迅, as media players show what is playing) is a
-            # pause too; the two had run together (孤勇者陈奕迅). Not before a digit (COVID - 19, 温度 - 5).
-            (re.compile(r"(?:(?<=[\u3400-\u9fffA-Za-z])[ \t]+[-–][ \t]+|(?<=[》」』”\"])[ \t]*[-–][ \t]*)"
-                        r"(?=[《「『“\"\u3400-\u9fffA-Za-z])"), lambda m: "，"),
+            # set apart by spaces between other words a pause (五月天 - 天使, 还款日 - 今天), also where either is in
+            # Latin letters, or after a title's closing bracket with or without spaces (Shape of You - Ed Sheeran,
+            # 《孤勇者》- 陈奕迅, as media players show what is playing: they had run together); written tight it
+            # joins them and is not said (中国-东盟). Not before a digit (COVID - 19, 温度 - 5).
+            (re.compile(r"(?<=[\u3400-\u9fffA-Za-z》」』”\"])[ \t]*[-–][ \t]*(?=[《「『“\"\u3400-\u9fffA-Za-z])"),
+             self._word_dash),
             # A dash between two values with the same word (3天-5天, 1月-3月, 3楼-5楼, 3F-5F, 第3天-第5天) is a range,
             # 到; the second value had been read as negative (三天负五天). Not in a sum (10个-3个=7个).
             (re.compile(rf"(?<![\d.\-{signs}])(?<![{signs}]\s)(\d+(?:\.\d+)?\s*([\u3400-\u9fff]{{1,2}}|F))\s*[-–]\s*"
@@ -639,11 +637,13 @@ class _Rules:
         return cardinal(a, liang=True) + cardinal(b, liang=True)
 
     def _word_dash(self, m: re.Match[str]) -> str:
-        """周一-周五, 上午-下午, 今天-明天: two words of one kind make a range (星期天-下午茶 is no range)."""
+        """周一-周五, 上午-下午, 今天-明天: two words of one kind make a range (星期天-下午茶 is no range); else a
+        pause where spaces or a title's closing bracket set the dash apart, nothing where it is written tight."""
         for before, after in _DAY_KIND_ENDS:
             if before.search(m.string, 0, m.start()) and after.match(m.string, m.end()):
                 return "到"
-        return "，" if m[0][0] in " \t" and m[0][-1] in " \t" else m[0]
+        spaced = m[0][0] in " \t" and m[0][-1] in " \t"
+        return "，" if spaced or m.string[m.start() - 1] in "》」』”\"" else m[0]
 
     def _ranged(self, m: re.Match[str]) -> bool:
         """Whether the words either side of a ~ both name days, dates, times or values (`tilde_range_ends`)."""
