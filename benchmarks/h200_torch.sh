@@ -24,6 +24,13 @@
 #   CF:  (a fresh machine: U0 first, or after C) C with frame buckets [64, 96, 128, 160, 192, 256, 384, 512, 768]:
 #        the benchmark sentence's 139 frames pad to 160 instead of 192 (eighteenth pass: the engine's 18.6 ms of one
 #        sentence against the 15.75 ms floor at its own shape), what the padding costs and what more graphs hold;
+#   CR:  (a fresh machine: U0 first, or after C) CF with row buckets [2, 4, 8, 16]: a lone sentence runs fused as a
+#        batch of two (its row repeated), since a fused batch of 4 (17.3 ms) beat one row on eager kernels (18.1)
+#        and one row fused (27.9, a size of 1 that dynamo specialises) in the nineteenth pass; since that pass the
+#        compiled engine has no one-row bucket whatever the config says (paired_rows), so C, CF and CR alike run
+#        a lone sentence as a pair; CR's explicit rows are what its measurement ran;
+#   DR:  (after CR, or a fresh machine: U0 first) D's doctor on CR's setting: parity of a lone sentence run as a
+#        fused batch of two;
 #   CM:  (a fresh machine: U0 first) unpack, then C with engine.batch_frames 1024 (C's fusion, M's shapes: memory).
 #   CL:  (a fresh machine: U0 first) unpack, then CM with fewer frame buckets (64, 128, 256, 512, 1024: 53 shapes, not
 #        67; ~12 MiB of the driver's per captured graph on average, by difference) and PyTorch's expandable segments
@@ -51,8 +58,8 @@
 #   CW:  (a fresh machine: U0 first, or after C) C with the watchdog's sampling an hour apart instead of 5 s: whether
 #        its NVML and CUDA reads make the one-shot tail (sixteenth pass: the one-shot's series of start and latency is
 #        in the JSON since, to see whether the slow requests come at a period);
-# Since the fourteenth pass the compiled steps (C, CM, CL, CX, PM) run calls of one row on eager kernels
-# (engine.torch_eager_rows, default 1); a config with torch_eager_rows: 0 gives the earlier passes' engine.
+# From the fourteenth to the eighteenth pass the compiled steps (C, CM, CL, CX, PM) ran calls of one row on eager
+# kernels (engine.torch_eager_rows, removed in the nineteenth for a fused pair, torch_cuda.paired_rows).
 # Each step leaves gpu-table-STEP.json (since the fifteenth pass with the scheduler's batches per load level and the
 # engine alone by batch size; since 2026-12-05 evening each level also with its clients in a child process, as a
 # user's are elsewhere: "load_from_child"), its log and the server's wavs for the ear in $OUT.
@@ -83,7 +90,7 @@ IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|CIC|CW|CF|DH|DC|CM|CL|CX|CE|PM|R|HC)
+T|E|D|P|H|C|CIC|CW|CF|CR|DH|DC|DR|CM|CL|CX|CE|PM|R|HC)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -100,6 +107,7 @@ T|E|D|P|H|C|CIC|CW|CF|DH|DC|CM|CL|CX|CE|PM|R|HC)
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n  buckets:\n    frames: [64, 128, 256, 512]\n' > $pack/CL.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n  buckets:\n    frames: [64, 128, 192, 256, 512]\n' > $pack/CE.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  buckets:\n    frames: [64, 96, 128, 160, 192, 256, 384, 512, 768]\n' > $pack/CF.yaml
+  printf 'engine:\n  precision: fp16\n  torch_compile: true\n  buckets:\n    rows: [2, 4, 8, 16]\n    frames: [64, 96, 128, 160, 192, 256, 384, 512, 768]\n' > $pack/CR.yaml
   if [ "$step" = R ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_compile_rows.py \
       --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx --vocab $pack/data/vocab.json \
       --budget-s $((${MEASURE_S:-540} - 15)) --probe ${VARIANTS:+--variants $VARIANTS} ${ROWS:+--rows $ROWS} --out "$OUT"/gpu-compile-rows.json) 2>&1 | quiet
@@ -108,14 +116,14 @@ T|E|D|P|H|C|CIC|CW|CF|DH|DC|CM|CL|CX|CE|PM|R|HC)
   elif [ "$step" = CL ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CL.yaml"
   elif [ "$step" = CX ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml"
   elif [ "$step" = CE ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CE.yaml"
-  elif [ "$step" = C ] || [ "$step" = CM ] || [ "$step" = CW ] || [ "$step" = CF ]; then measure "--config $pack/$step.yaml"
+  elif [ "$step" = C ] || [ "$step" = CM ] || [ "$step" = CW ] || [ "$step" = CF ] || [ "$step" = CR ]; then measure "--config $pack/$step.yaml"
   elif [ "$step" = CIC ]; then measure "--config $pack/C.yaml"; pack_cache
   elif [ "$step" = E ]; then measure "--config $pack/eager.yaml"
   elif [ "$step" = H ]; then measure "--config $pack/fp16.yaml"
   elif [ "$step" = PM ]; then pool 500 --config $pack/CM.yaml --out "$OUT"/pool-CM${TAG:-}.json
   elif [ "$step" = P ]; then for order in largest smallest; do pool 150 --order $order --out "$OUT"/pool-$order.json; done
   elif [ "${step:0:1}" = D ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
-      --engine torch-cuda --config $pack/$(case $step in DH) echo fp16;; DC) echo C;; *) echo eager;; esac).yaml \
+      --engine torch-cuda --config $pack/$(case $step in DH) echo fp16;; DC) echo C;; DR) echo CR;; *) echo eager;; esac).yaml \
       --data-dir $pack/data --runs 20) 2>&1 | quiet
   else measure ""; fi ;;
 T2) measure "" ;;

@@ -127,7 +127,6 @@ class EngineSettings:
     shared_arena: bool
     cuda_arena: dict[str, int]
     torch_compile: bool
-    torch_eager_rows: int
 
     @property
     def engine_path(self) -> Path:

@@ -3,7 +3,7 @@ against the reference model alone: each row must be what its sentence is alone.
 
 The CUDA parts (inductor, graph capture into one pool) run only on a GPU: benchmarks/h200_torch.sh there, and
 doctor on a user's card. Here the engine runs eagerly on the CPU, which is everything but those two.
-Costs: ~10 s to build the model, ~1 min to warm four shapes and render.
+Costs: ~10 s to build the model, ~1 min to warm four shapes and render, ~35 s for dynamo to trace the paired stages.
 """
 
 from __future__ import annotations
@@ -102,24 +102,26 @@ def test_without_cuda_the_engine_says_so() -> None:
         create_engine(settings, ensure_assets(settings.assets))
 
 
-def test_a_compiled_engine_renders_one_row_on_eager_kernels(setup) -> None:
-    """``engine.torch_eager_rows``: with inductor on, a call of one row runs the eager stages, so dynamo never
-    traces it (no compile spent on a specialised row of one) and its audio is the sentence's alone."""
+def test_a_compiled_engine_renders_a_lone_sentence_as_a_pair(setup, monkeypatch) -> None:
+    """``paired_rows``: with inductor on there is no one-row bucket (dynamo would specialise a size of one into a
+    second, slower compile), so a lone sentence runs as a pair, its row repeated and the copy dropped, through
+    dynamo's tracing of the stages (its eager backend here: inductor's kernels are the GPU's, measured there). The
+    long sentence's 2 x 256 row-frames exceed ``batch_frames`` (256), yet its pair has a shape of its own."""
     from torch._dynamo.utils import counters
 
+    from wyoming_fasttts.backends import torch_cuda
     from wyoming_fasttts.export import reference as ref
 
     engine, reference, items = setup
+    monkeypatch.setattr(torch_cuda, "_compiled", lambda module: torch.compile(module, backend="eager", dynamic=True))
     assets = ensure_assets(load_settings(overrides=SMALL).assets)
     kmodel = ref.build_kmodel(assets.model, load_vocab(assets.vocab), deterministic=True)
     compiled = TorchGraphEngine(ref.BatchedDurations(kmodel), ref.BatchedVocoder(kmodel, "fp32"),
-                                buckets=engine.buckets, tail_frames=0, device="cpu", compile=True, graphs=False,
-                                eager_rows=1)
-    assert "eager kernels at 1 row" in compiled.replay
+                                buckets=engine.buckets, tail_frames=0, device="cpu", compile=True, graphs=False)
+    assert engine.buckets.rows == (1, 2) and compiled.buckets.rows == (2,) and compiled.max_batch == 2
+    assert (2, 128, 256) in compiled.shapes2 and (2, 128, 256) not in engine.shapes2
     counters.clear()
-    torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))  # the counter sees a compile where there is one
-    assert counters["frames"]["total"] == 1
-    item = items[SHORT[1][0]]
-    [(audio, frames)] = compiled.synthesize_batch([item])
-    assert counters["frames"]["total"] == 1
-    _same_as_alone(reference, item, audio, frames)
+    for text in (SHORT[1][0], LONG[0]):
+        [(audio, frames)] = compiled.synthesize_batch([items[text]])
+        _same_as_alone(reference, items[text], audio, frames)
+    assert counters["stats"]["unique_graphs"] > 0  # dynamo traced the stages: the pair ran the compiled path

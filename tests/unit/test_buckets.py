@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from wyoming_fasttts.backends.base import EngineError, SynthesisItem
-from wyoming_fasttts.backends.buckets import Buckets, bucket_feeds, stage2_groups
+from wyoming_fasttts.backends.buckets import Buckets, bucket_feeds, paired_rows, stage2_groups
 from wyoming_fasttts.config import load_settings
 from wyoming_fasttts.graphs.cuda_fixes import replace_atan
 
@@ -17,6 +17,9 @@ _ENGINE = load_settings().engine
 SHIPPED = Buckets.for_limits(16, _ENGINE.max_tokens, _ENGINE.max_frames, _ENGINE.batch_frames,
                              rows=_ENGINE.buckets.rows, tokens=_ENGINE.buckets.tokens, frames=_ENGINE.buckets.frames)
 """What onnxruntime-cuda runs with the shipped defaults.yaml (engine.buckets)."""
+PAIRED = paired_rows(Buckets.for_limits(16, _ENGINE.max_tokens, _ENGINE.max_frames, 1024, rows=_ENGINE.buckets.rows,
+                                        tokens=_ENGINE.buckets.tokens, frames=_ENGINE.buckets.frames))
+"""torch-cuda compiled, at half the shipped batch_frames: no one-row bucket, and a pair at 1024 frames is over it."""
 
 
 def test_default_buckets_cover_the_limits() -> None:
@@ -38,11 +41,12 @@ def test_chosen_steps_end_at_the_limits() -> None:
     assert small.token_bucket(102) == 102 and small.row_bucket(5) == 8
 
 
-@pytest.mark.parametrize("buckets", [DEFAULT, SHIPPED], ids=["derived", "shipped"])
+@pytest.mark.parametrize("buckets", [DEFAULT, SHIPPED, PAIRED], ids=["derived", "shipped", "paired"])
 @pytest.mark.parametrize("seed", range(20))
 def test_every_stage2_call_is_a_warmed_shape_within_batch_frames(seed: int, buckets: Buckets) -> None:
     """Random batches: stage 1's shape and each stage-2 call's (rows, tokens, frames) are among the shapes
-    warmed at start-up, each row is rendered once, and no call exceeds batch_frames."""
+    warmed at start-up, each row is rendered once, and no call exceeds batch_frames but a lone row in the
+    smallest row bucket (a pair, ``paired_rows``)."""
     rng = np.random.default_rng(seed)
     rows = int(rng.integers(1, 17))
     lengths = rng.integers(1, 200, rows)
@@ -56,9 +60,17 @@ def test_every_stage2_call_is_a_warmed_shape_within_batch_frames(seed: int, buck
     seen: list[int] = []
     for group, gb, f in stage2_groups(frames, t, buckets):
         assert (gb, t, f) in warmed
-        assert len(group) <= gb and gb * f <= buckets.batch_frames and frames[group].max() <= f
+        assert len(group) <= gb and frames[group].max() <= f
+        assert gb * f <= buckets.batch_frames or (len(group) == 1 and gb == buckets.rows[0] == 2)
         seen += group.tolist()
     assert sorted(seen) == list(range(rows))
+
+
+def test_paired_rows_leave_no_one_row_bucket_and_keep_every_frame_bucket_runnable() -> None:
+    assert PAIRED.rows == (2, 4, 8, 16) and paired_rows(Buckets.for_limits(1, 510, 1024, 2048)).rows == (2,)
+    assert PAIRED.row_bucket(1) == 2 and PAIRED.max_rows(1024) == 1
+    assert {f for b, _, f in PAIRED.stage2_shapes() if b == 2} == set(PAIRED.frames)
+    assert max(b * f for b, _, f in PAIRED.stage2_shapes() if b > 2) <= 1024
 
 
 def test_padded_rows_repeat_the_first_and_tokens_are_zero_padded() -> None:

@@ -26,7 +26,7 @@ took the benchmark sentence from 26.8 to 22-24 ms (2026-12-01, docs/BENCHMARKS.m
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -105,11 +105,25 @@ class Buckets:
         return [(b, t) for b in self.rows for t in self.tokens]
 
     def stage2_shapes(self) -> list[tuple[int, int, int]]:
-        """Every (rows, tokens, frames) stage 2 can meet: rows x frames within ``batch_frames`` and at least
-        one frame per token (each token lasts >= 1 frame, so a row of T tokens has >= T frames: a frame
+        """Every (rows, tokens, frames) stage 2 can meet: rows x frames within ``batch_frames`` (the smallest row
+        bucket at every frame bucket: one row always runs, even where that bucket is two rows, ``paired_rows``) and
+        at least one frame per token (each token lasts >= 1 frame, so a row of T tokens has >= T frames: a frame
         bucket below half the token bucket never occurs)."""
         return [(b, t, f) for b in self.rows for t in self.tokens for f in self.frames
-                if b * f <= self.batch_frames and 2 * f >= t]
+                if (b == self.rows[0] or b * f <= self.batch_frames) and 2 * f >= t]
+
+
+def paired_rows(buckets: Buckets) -> Buckets:
+    """``buckets`` with every row bucket below two raised to two, for the torch-cuda engine's compiled stages: a
+    lone sentence runs as a pair, its row repeated (as every padded row is) and the copy's audio dropped.
+
+    Why. Dynamo specialises a size of one, so a one-row call is a second, static compile, and it was the slowest
+    way to render a sentence; a pair runs the dynamic kernels every other bucket runs. On an H100 (2026-12-06,
+    fp16, docs/BENCHMARKS.md, nineteenth pass), the engine alone rendered the benchmark sentence in 14.2-14.3 ms as a
+    fused pair, against 18.1 on eager kernels at one row (the engine's earlier ``torch_eager_rows``) and 27.7 fused
+    at one row; through Wyoming 19.0 ms against 23.2, 16 clients unchanged, 48 MiB more device memory, and the
+    pair's audio 0.28-0.34 dB from the CPU reference (``doctor``)."""
+    return replace(buckets, rows=tuple(sorted({max(rows, 2) for rows in buckets.rows})))
 
 
 TENSOR_DTYPES: dict[str, type] = {

@@ -20,10 +20,8 @@ every other GPU engine, and doctor holds its audio to the CPU reference the same
   host's inputs lie in one inbox per stage, ``_send``); stage 2 reads stage 1's d, t_en and style where they lie;
 * ``compile`` (``engine.torch_compile``): both stages compiled by inductor once, with dynamic shapes, so the
   bucket shapes share one compile (each LSTM is a graph break, dynamo does not trace RNNs, so it runs as
-  PyTorch's own kernel between fused parts). Calls of up to ``eager_rows`` rows (``engine.torch_eager_rows``)
-  keep eager kernels: at one row inductor's dynamic-shape kernels lost to cuDNN's (36.5 against 22.8 ms a
-  sentence, fp16; fusion pays where rows multiply the elementwise work), and a row of one, which dynamo
-  specialises, would cost a second compile;
+  PyTorch's own kernel between fused parts). A compiled engine has no row bucket below two: a lone sentence
+  runs as a pair, its row repeated (``paired_rows``);
 * ``graphs`` (on CUDA): each shape's stage captured once into one memory pool shared by every shape, its
   outputs copied inside the graph into the flat output buffers (outside the pool), so that a capture's
   intermediates are free for the next capture to reuse. That is safe because replays never overlap (one lock,
@@ -34,14 +32,12 @@ every other GPU engine, and doctor holds its audio to the CPU reference the same
   1.65x the 1129 MiB its shape peaks at run eagerly, and every shape of 2048 row-frames (``batch_frames``) peaks
   there. With weights, buffers and CUDA's own modules the engine takes 3.5 GiB, as ONNX Runtime CUDA does.
 
-Measured there, through Wyoming beside eager PyTorch in one process (one run each): eager kernels captured, one
-sentence 23.2 ms (0.43x eager), 109 QPS at 16 clients, 18 s to start; compiled, 37.6 ms, 170 QPS at 16
-clients (6.4x one client's), 490 s to start. Hence ``engine.torch_compile`` is off by default. With
-``engine.precision: fp16`` as well (2026-12-04, two runs): 207 and 241 QPS at 16 clients (7.4x, 8.7x), p99 under 3x
-one sentence's 36.5 ms, 2.9 GiB: the setting for a server that batches, not for one voice satellite; with
-``engine.batch_frames: 1024`` too, 198-207 QPS in 1.9 GiB (tenth pass). With a row of one on eager kernels
-(``eager_rows``; an H100, 2026-12-05, fourteenth pass): a lone sentence 23.9-24.8 ms (stage 2 at one row 12.0 ms
-replayed, against 37.5 fused in the same process), 16 clients 190-239 QPS, as the fused engine had on the H200.
+Measured through Wyoming beside eager PyTorch in one process (docs/BENCHMARKS.md has each pass): eager kernels
+captured (the default), one sentence 22.2-22.3 ms, 109-110 QPS at 16 clients, 9 s to start (an H100, 2026-12-06,
+seventeenth pass); fused fp16 (``engine.precision: fp16``, ``engine.torch_compile: true``) with the finer frame
+buckets of the README's setting, one sentence 19.0 ms (0.29x eager), 235-268 QPS at 16 clients, ~4 min to start
+the first time, 71-83 s with inductor's cache (an H100, 2026-12-06, nineteenth pass). ``engine.torch_compile`` stays
+off by default for that first start.
 
 Torch, kokoro and transformers come with the ``torch`` extra (``export``'s packages); nothing imports this
 module unless ``engine.backend`` is ``torch-cuda``.
@@ -71,6 +67,7 @@ from .buckets import (
     Buckets,
     bucket_feeds,
     call_rows,
+    paired_rows,
     run_groups,
     stage2_plan,
     tensor_dims,
@@ -97,30 +94,29 @@ class TorchGraphEngine:
     slots = 1
 
     def __init__(self, stage1: torch.nn.Module, stage2: torch.nn.Module, *, buckets: Buckets, tail_frames: int,
-                 device: str = "cuda:0", compile: bool = True, graphs: bool = True, eager_rows: int = 0,
+                 device: str = "cuda:0", compile: bool = True, graphs: bool = True,
                  name: str = "torch-cuda") -> None:
-        self.name, self.buckets, self.tail_frames = name, buckets, tail_frames
+        self.name, self.tail_frames = name, tail_frames
         self.max_batch = buckets.rows[-1]
+        self.buckets = paired_rows(buckets) if compile else buckets
         self._device = torch.device(device)
         cuda = self._device.type == "cuda"
         self.device = str(self._device)
         self.graphs = graphs and cuda
         self.compiled = compile
-        self.eager_rows = eager_rows if compile else 0
         self._lock = threading.Lock()
         self._device_index = (self._device.index or 0) if cuda else None
         self._used_before = None if self._device_index is None else device_used_bytes(self._device_index)
         stage1, stage2 = stage1.to(self._device).eval(), stage2.to(self._device).eval()
         self.weights_bytes = _unique_bytes(stage1, stage2)
-        self._eager = (stage1, stage2)
-        self._compiled = (_compiled(stage1), _compiled(stage2)) if compile else self._eager
+        self._stages = (_compiled(stage1), _compiled(stage2)) if compile else (stage1, stage2)
         self.stage2_tokens = buckets.tokens[-1]
         """Stage 2 takes every row's tokens padded to the largest bucket. It uses tokens only in two matrix products
         with the alignment (the rest is per frame), so padding costs it little, and the token buckets need no
         stage-2 shapes of their own: 20 captured graphs instead of 69 at the shipped buckets, each of which held
         ~12 MiB of the driver's (eleventh pass). Stage 1 writes d and t_en in that layout."""
-        self.shapes1 = buckets.stage1_shapes()
-        self.shapes2 = sorted({(b, self.stage2_tokens, f) for b, _, f in buckets.stage2_shapes()})
+        self.shapes1 = self.buckets.stage1_shapes()
+        self.shapes2 = sorted({(b, self.stage2_tokens, f) for b, _, f in self.buckets.stage2_shapes()})
         all_dims = [tensor_dims(b, t, 1) for b, t in self.shapes1] + [tensor_dims(*s) for s in self.shapes2]
         largest = {k: max(int(np.prod(d[k])) for d in all_dims) for k in TENSOR_DTYPES}
         # The inputs from the host lie in one device inbox per stage, mirrored by one pinned host inbox: a stage's
@@ -156,9 +152,7 @@ class TorchGraphEngine:
     @property
     def replay(self) -> str:
         """How the stages run, for logs and doctor."""
-        how = "inductor-compiled" if self.compiled else "eager"
-        if self.eager_rows:
-            how += f" (eager kernels at {self.eager_rows} row{'s' if self.eager_rows > 1 else ''} or fewer)"
+        how = "inductor-compiled (a lone sentence as a pair)" if self.compiled else "eager"
         return (f"{how}, {'one CUDA graph per shape in one pool' if self.graphs else 'no CUDA graphs'}; "
                 f"{len(self.shapes1)} + {len(self.shapes2)} bucket shapes")
 
@@ -208,9 +202,8 @@ class TorchGraphEngine:
         """One stage at ``shape`` ((rows, tokens) for stage 1, (rows, tokens, frames) for stage 2), reading and
         writing the flat buffers' views: what a graph captures and what runs where there are no graphs."""
         dims = tensor_dims(shape[0], shape[1], shape[2] if len(shape) == 3 else 1)
-        modules = self._eager if shape[0] <= self.eager_rows else self._compiled
-        module, inputs, outputs = ((modules[1], STAGE2_INPUTS, STAGE2_OUTPUTS) if len(shape) == 3
-                                   else (modules[0], STAGE1_INPUTS, STAGE1_OUTPUTS))
+        module, inputs, outputs = ((self._stages[1], STAGE2_INPUTS, STAGE2_OUTPUTS) if len(shape) == 3
+                                   else (self._stages[0], STAGE1_INPUTS, STAGE1_OUTPUTS))
         feeds = [self._view(k, dims[k]) for k in inputs]
         targets = [self._stage1_target(k, *shape) if len(shape) == 2 else self._view(k, dims[k]) for k in outputs]
 
@@ -368,8 +361,8 @@ class TorchGraphEngine:
 
 
 def _compiled(module: torch.nn.Module) -> Callable[..., Any]:
-    """``module`` under inductor with dynamic shapes: one compile serves every bucket (a size of 1 is
-    specialised, so one-row shapes compile again); the limit is raised so no bucket falls back to eager."""
+    """``module`` under inductor with dynamic shapes: one compile serves every bucket (no bucket has one row:
+    ``paired_rows``); the limit is raised so no bucket falls back to eager."""
     import torch._dynamo
 
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
@@ -413,4 +406,4 @@ def create_torch_engine(settings: Settings, assets: ModelAssets, device: str | N
         # docs/BENCHMARKS.md, fourteenth pass). A TORCHINDUCTOR_CACHE_DIR the user set wins.
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(eng.engine_path / "inductor"))
     return TorchGraphEngine(stage1, stage2, buckets=buckets, tail_frames=eng.tail_frames, device=device,
-                            compile=eng.torch_compile and cuda, graphs=cuda, eager_rows=eng.torch_eager_rows)
+                            compile=eng.torch_compile and cuda, graphs=cuda)
