@@ -15,7 +15,10 @@ ids and style, 1 and 16 copies, tokens and frames padded to the shipped buckets)
   the sizes that changed made symbolic and the row count left static; rows 1 afterwards compiles once more
   (its rows changed: specialised at 1, tokens and frames symbolic). ``mark_dynamic`` on the inputs would not
   reach the frames after a graph break, whose inputs are fresh tensors;
-* ``static``: ``torch.compile(dynamic=False)``, one compile per shape (the sixth pass's setting).
+* ``static``: ``torch.compile(dynamic=False)``, one compile per shape (the sixth pass's setting);
+* ``cudnn``: eager kernels again, with ``torch.backends.cudnn.benchmark`` on for its calls and its capture (cuDNN
+  times its algorithms per convolution shape and keeps the fastest; off, the engine's setting, it takes its
+  heuristics' choice): what the convolutions, most of a fused batch's time (sixth pass), would gain. No compile.
 
 Each compiled setting runs in a process of its own with empty inductor and Triton caches (so compile times are
 cold and no dynamo state is shared between settings), eager kernels captured beside it in the same process. The
@@ -59,7 +62,7 @@ from wyoming_fasttts.backends.batching import STAGE1_INPUTS, stage1_feeds
 from wyoming_fasttts.backends.buckets import Buckets, pad_to
 from wyoming_fasttts.config import load_settings
 
-MODES = ("eager", "dynamic", "rows", "static")
+MODES = ("eager", "dynamic", "rows", "static", "cudnn")
 
 
 def shipped_buckets() -> Buckets:
@@ -161,7 +164,7 @@ def child(args: argparse.Namespace) -> None:
     emit("inputs", shapes=part["shapes"], warm_shape=part["warm_shape"], load_s=round(part["meta"]["load_s"], 1))
 
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
-    if mode == "eager":
+    if mode in ("eager", "cudnn"):
         fn = module
     else:
         fn = torch.compile(module, dynamic={"dynamic": True, "rows": None, "static": False}[mode], backend=args.backend)
@@ -182,6 +185,7 @@ def child(args: argparse.Namespace) -> None:
     with torch.inference_mode():   # as the engine warms, captures and replays
         try:
             refs = {r: module(*inputs[r]) for r in args.row_list}
+            torch.backends.cudnn.benchmark = mode == "cudnn"  # its first calls below time cuDNN's algorithms
             for i, r in enumerate(args.row_list if compiled_ok else []):   # largest first, as the engine warms
                 steps = [("warm_shape", other[r]), ("shape", inputs[r])] if mode == "rows" and i == 0 else \
                     [("shape", inputs[r])]
@@ -238,6 +242,8 @@ def child(args: argparse.Namespace) -> None:
 def time_replays(args: argparse.Namespace, part: dict, module: Any, fn: Any, mode: str, inputs: dict,
                  cuda: bool, deadline: float) -> None:
     """Eager kernels and the setting, each shape captured as one CUDA graph, replayed interleaved."""
+    import torch
+
     replays: dict[str, Any] = {}
     for r in args.row_list:
         for name, f in (("eager", module), (mode, fn)):
@@ -246,6 +252,7 @@ def time_replays(args: argparse.Namespace, part: dict, module: Any, fn: Any, mod
                 continue
             if cuda:
                 try:
+                    torch.backends.cudnn.benchmark = name == "cudnn"
                     replays[key] = gp.graph_replay(f, inputs[r])
                 except Exception as exc:   # one capture failing must not lose the others
                     part["notes"].append(f"{key}: capture failed: {exc!r}"[:500])

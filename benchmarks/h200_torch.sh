@@ -40,7 +40,8 @@
 #   R:   (a fresh machine: U0 first) unpack, then benchmarks/gpu_compile_rows.py: stage 2 (fp16) and stage 1 as one
 #        CUDA graph each at rows 16 and 1, eager kernels beside inductor compiled dynamic=True (the engine's), with
 #        static rows and dynamic tokens/frames, and dynamic=False: where the fused batch of one loses its time
-#        (thirteenth pass; gpu-compile-rows.json, MEASURE_S bounds it, VARIANTS and ROWS pick settings and rows);
+#        (thirteenth pass; gpu-compile-rows.json, MEASURE_S bounds it, VARIANTS and ROWS pick settings and rows;
+#        VARIANTS=2:cudnn,1:cudnn: eager kernels with cudnn.benchmark off and on, nineteenth pass);
 #   PM:  (after CM) P's pool report for CM's engine (fused fp16, batch_frames 1024), largest first, with each capture's
 #        own peak and the process's memory by NVML step by step; PYTORCH_CUDA_ALLOC_CONF as set (TAG names the file).
 #   CE:  (a fresh machine: U0 first) unpack, then CM with frames [64, 128, 192, 256, 512] (CL's lean list, but the
