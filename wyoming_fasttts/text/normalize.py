@@ -119,6 +119,8 @@ class _Rules:
         words = _alternation({str(w) for w in d["currency_prefix"].values()})
         # A reading: an optional sign or currency sign, a number and its unit, % or ‰ (-2.5℃, 48%, 2000mAh, ¥20).
         reading = (rf"(?<![\dA-Za-z.])[-+]?(?:(?:{money})\s*{_NUM}|{_NUM}\s*(?:(?:{unit})(?![A-Za-z])|[%‰]))")
+        # ... and in a status line also a number and a word unit (温度 25度 湿度 40%).
+        status = rf"(?:{reading}|(?<![\dA-Za-z.]){_NUM}\s*(?:{_alternation(d['status_units'])}))"
         schemes = _alternation(d["address_schemes"])
         tlds, extensions = _alternation(d["address_tlds"]), _alternation(d["file_extensions"])
         label = r"[A-Za-z\d](?:[A-Za-z\d-]*[A-Za-z\d])?"
@@ -264,8 +266,8 @@ class _Rules:
             # ... as is a space between a reading and the next one's name (温度 22.5℃ 湿度 45%, as templates write a
             # status line: they had run together, 摄氏度湿度); a bare number next (5GHz 信道 36) is no reading.
             # Not before a word that carries the sentence on (到 -2℃, 持续 10 分钟, 还需要 25 分钟: `reading_links`).
-            (re.compile(rf"({reading})[ \t]+(?=(?!{per}|{links})(?:(?![到至])[\u3400-\u9fff]){{1,4}}[ \t]*[:：]?[ \t]*"
-                        rf"{reading})"),
+            (re.compile(rf"({status})[ \t]+(?=(?!{per}|{links})(?:(?![到至])[\u3400-\u9fff]){{1,4}}[ \t]*[:：]?[ \t]*"
+                        rf"{status})"),
              lambda m: m[1] + "，"),
             # A serial number after SN or S/N: its colon a pause, the serial digit by digit with 1 as 幺 and its letters
             # as written, however its digits are grouped (SN: 7K20A1193 → SN，七K二零A幺幺九三). SN is followed by a

@@ -1476,6 +1476,11 @@ def test_dashes_between_values_with_their_words_and_slashes_before_a_named_readi
     assert normalize("功率 1200W 电流 5.2A") == "功率一千二百瓦，电流五点二安"
     assert normalize("气温 -9℃ 到 -2℃") == "气温零下九摄氏度到零下二摄氏度"
     assert normalize("加热到 60℃ 还需要 25 分钟") == "加热到六十摄氏度还需要二十五分钟"
+    # A number and a word unit ends a reading there as a unit does (status_units: had been 二十五度湿度).
+    assert normalize("温度 25度 湿度 40%") == "温度二十五度，湿度百分之四十"
+    assert normalize("客厅 25 度 卧室 23 度") == "客厅二十五度，卧室二十三度"
+    assert normalize("步数 6000步 消耗 300千卡") == "步数六千步，消耗三百千卡"
+    assert normalize("加热到 60度 还需要 25 分钟") == "加热到六十度还需要二十五分钟"
     # Set apart by spaces between words, a slash separates a list's items (a status line: mode / setpoint / fan).
     assert normalize("主卧空调：制冷 / 26℃ / 自动风") == "主卧空调，制冷，二十六摄氏度，自动风"
     assert normalize("0.6 元 / 度") == "六角每度"
