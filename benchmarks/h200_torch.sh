@@ -31,6 +31,11 @@
 #        a lone sentence as a pair; CR's explicit rows are what its measurement ran;
 #   DR:  (after CR, or a fresh machine: U0 first) D's doctor on CR's setting: parity of a lone sentence run as a
 #        fused batch of two;
+#   CB:  (after CR, or a fresh machine: U0 first) CR with engine.batch_frames 4096: the benchmark sentence's batch of 16
+#        (160 frames) in one stage-2 call instead of two of 8 (nineteenth pass: ~40 of its 49 ms are stage 2); the
+#        largest capture, and so the pool, grows;
+#   CRE: (a fresh machine: U0 first) CR's pairs at CE's memory setting (batch_frames 1024, frames [64, 128, 160,
+#        192, 256, 512], expandable segments): the 1.5 GB goal with the faster lone sentence;
 #   CM:  (a fresh machine: U0 first) unpack, then C with engine.batch_frames 1024 (C's fusion, M's shapes: memory).
 #   CL:  (a fresh machine: U0 first) unpack, then CM with fewer frame buckets (64, 128, 256, 512, 1024: 53 shapes, not
 #        67; ~12 MiB of the driver's per captured graph on average, by difference) and PyTorch's expandable segments
@@ -91,7 +96,7 @@ IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|CIC|CW|CF|CR|DH|DC|DR|CM|CL|CX|CE|PM|R|HC)
+T|E|D|P|H|C|CIC|CW|CF|CR|CB|CRE|DH|DC|DR|CM|CL|CX|CE|PM|R|HC)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -109,6 +114,8 @@ T|E|D|P|H|C|CIC|CW|CF|CR|DH|DC|DR|CM|CL|CX|CE|PM|R|HC)
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n  buckets:\n    frames: [64, 128, 192, 256, 512]\n' > $pack/CE.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  buckets:\n    frames: [64, 96, 128, 160, 192, 256, 384, 512, 768]\n' > $pack/CF.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  buckets:\n    rows: [2, 4, 8, 16]\n    frames: [64, 96, 128, 160, 192, 256, 384, 512, 768]\n' > $pack/CR.yaml
+  printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 4096\n  buckets:\n    frames: [64, 96, 128, 160, 192, 256, 384, 512, 768]\n' > $pack/CB.yaml
+  printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n  buckets:\n    frames: [64, 128, 160, 192, 256, 512]\n' > $pack/CRE.yaml
   if [ "$step" = R ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_compile_rows.py \
       --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx --vocab $pack/data/vocab.json \
       --budget-s $((${MEASURE_S:-540} - 15)) --probe ${VARIANTS:+--variants $VARIANTS} ${ROWS:+--rows $ROWS} --out "$OUT"/gpu-compile-rows.json) 2>&1 | quiet
@@ -117,7 +124,8 @@ T|E|D|P|H|C|CIC|CW|CF|CR|DH|DC|DR|CM|CL|CX|CE|PM|R|HC)
   elif [ "$step" = CL ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CL.yaml"
   elif [ "$step" = CX ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml"
   elif [ "$step" = CE ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CE.yaml"
-  elif [ "$step" = C ] || [ "$step" = CM ] || [ "$step" = CW ] || [ "$step" = CF ] || [ "$step" = CR ]; then measure "--config $pack/$step.yaml"
+  elif [ "$step" = CRE ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CRE.yaml"
+  elif [ "$step" = C ] || [ "$step" = CM ] || [ "$step" = CW ] || [ "$step" = CF ] || [ "$step" = CR ] || [ "$step" = CB ]; then measure "--config $pack/$step.yaml"
   elif [ "$step" = CIC ]; then measure "--config $pack/C.yaml"; pack_cache
   elif [ "$step" = E ]; then measure "--config $pack/eager.yaml"
   elif [ "$step" = H ]; then measure "--config $pack/fp16.yaml"
