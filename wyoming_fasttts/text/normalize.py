@@ -1038,7 +1038,10 @@ class _Rules:
     def _takes_liang(self, after: str) -> bool:
         """Whether a bare 2 before ``after`` is 两: a measure word, or a unit of measure, also at the far end of a range
         (2-3kg → 两到三千克). A unit that needs a cue word (A) counts only where the unit rule has read it, so a seat
-        keeps its 二 (座位2A)."""
+        keeps its 二 (座位2A). Not before a word that only begins with a measure word's character (周2下午 had been
+        周两下午, `not_measure_words`)."""
+        if self.not_measure.match(after):
+            return False
         if self.liang_re.match(after):
             return True
         unit = self.unit_after.match(after)

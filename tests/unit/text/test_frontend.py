@@ -172,6 +172,12 @@ def test_announcement_rules_from_the_fourth_held_out_set():
     assert normalize("客厅2盏灯，2扇窗，2顶帐篷") == "客厅两盏灯，两扇窗，两顶帐篷"
     assert normalize("发生2起事故") == "发生两起事故"
     assert normalize("坐在2排") == "坐在二排"
+    # 打 a dozen takes 两; a verb that begins with 打, or 打 between two numbers, is no measure word.
+    assert normalize("买了2打鸡蛋") == "买了两打鸡蛋"
+    assert normalize("空调2打开") == "空调二打开"
+    assert normalize("游戏里2打1") == "游戏里二打一"
+    # A word that only begins with a measure word's character leaves a bare 2 its 二 (had been 周两下午).
+    assert normalize("周2下午开会") == "周二下午开会"
     # A number right before a unit or a computer size is a quantity, never a service number.
     assert normalize("硬盘剩余110GB") == "硬盘剩余一百一十GB"
     assert normalize("显示器120Hz") == "显示器一百二十赫兹"
