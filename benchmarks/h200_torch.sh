@@ -34,6 +34,9 @@
 #   CB:  (after CR, or a fresh machine: U0 first) CR with engine.batch_frames 4096: the benchmark sentence's batch of 16
 #        (160 frames) in one stage-2 call instead of two of 8 (nineteenth pass: ~40 of its 49 ms are stage 2); the
 #        largest capture, and so the pool, grows;
+#   CBP: (after CB, or a fresh machine: U0 first) CB with scheduler.preferred_batch_sizes [4, 8, 16]: with [4, 8] the
+#        scheduler stops waiting at 8 and takes 8 of up to 15 queued, so CB's 16 clients ran mostly as batches of 8
+#        (twentieth pass);
 #   CRE: (a fresh machine: U0 first) CR's pairs at CE's memory setting (batch_frames 1024, frames [64, 128, 160,
 #        192, 256, 512], expandable segments): the 1.5 GB goal with the faster lone sentence;
 #   CM:  (a fresh machine: U0 first) unpack, then C with engine.batch_frames 1024 (C's fusion, M's shapes: memory).
@@ -47,6 +50,11 @@
 #        static rows and dynamic tokens/frames, and dynamic=False: where the fused batch of one loses its time
 #        (thirteenth pass; gpu-compile-rows.json, MEASURE_S bounds it, VARIANTS and ROWS pick settings and rows;
 #        VARIANTS=2:cudnn,1:cudnn: eager kernels with cudnn.benchmark off and on, nineteenth pass);
+#   PF:  (a fresh machine: U0 first) benchmarks/gpu_profile.py on stage 2 in fp16 at the 160-frame bucket (the
+#        fused engine's precision and the benchmark sentence's bucket since the nineteenth pass): eager under the
+#        profiler at 2, 8 and 16 rows (where the kernels go, by role), then compiled by inductor (dynamic=False) at
+#        16, 8, 2 (convolutions against fused Triton): what a batch of 16 spends (twentieth pass); CL=1: the
+#        compiled part alone with stage 2's Conv1d weights channels-last (no cuDNN NCHW<->NHWC transforms);
 #   PM:  (after CM) P's pool report for CM's engine (fused fp16, batch_frames 1024), largest first, with each capture's
 #        own peak and the process's memory by NVML step by step; PYTORCH_CUDA_ALLOC_CONF as set (TAG names the file).
 #   CE:  (a fresh machine: U0 first) unpack, then CM with frames [64, 128, 192, 256, 512] (CL's lean list, but the
@@ -96,7 +104,7 @@ IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|CIC|CW|CF|CR|CB|CRE|DH|DC|DR|CM|CL|CX|CE|PM|R|HC)
+T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CRE|DH|DC|DR|CM|CL|CX|CE|PM|R|PF|HC)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -116,25 +124,33 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CRE|DH|DC|DR|CM|CL|CX|CE|PM|R|HC)
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  buckets:\n    rows: [2, 4, 8, 16]\n    frames: [64, 96, 128, 160, 192, 256, 384, 512, 768]\n' > $pack/CR.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 4096\n  buckets:\n    frames: [64, 96, 128, 160, 192, 256, 384, 512, 768]\n' > $pack/CB.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n  buckets:\n    frames: [64, 128, 160, 192, 256, 512]\n' > $pack/CRE.yaml
-  if [ "$step" = R ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_compile_rows.py \
+  { cat $pack/CB.yaml; printf 'scheduler:\n  preferred_batch_sizes: [4, 8, 16]\n'; } > $pack/CBP.yaml
+  case $step in  # the step's run, on the unpacked pack
+  R) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_compile_rows.py \
       --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx --vocab $pack/data/vocab.json \
-      --budget-s $((${MEASURE_S:-540} - 15)) --probe ${VARIANTS:+--variants $VARIANTS} ${ROWS:+--rows $ROWS} --out "$OUT"/gpu-compile-rows.json) 2>&1 | quiet
-  elif [ "$step" = HC ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-300}" python3 benchmarks/host_ceiling.py \
-      --data-dir $pack/data --model $pack/data/kokoro-v1.0.int8.onnx --out "$OUT"/host-ceiling.json) 2>&1 | quiet
-  elif [ "$step" = CL ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CL.yaml"
-  elif [ "$step" = CX ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml"
-  elif [ "$step" = CE ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CE.yaml"
-  elif [ "$step" = CRE ]; then PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CRE.yaml"
-  elif [ "$step" = C ] || [ "$step" = CM ] || [ "$step" = CW ] || [ "$step" = CF ] || [ "$step" = CR ] || [ "$step" = CB ]; then measure "--config $pack/$step.yaml"
-  elif [ "$step" = CIC ]; then measure "--config $pack/C.yaml"; pack_cache
-  elif [ "$step" = E ]; then measure "--config $pack/eager.yaml"
-  elif [ "$step" = H ]; then measure "--config $pack/fp16.yaml"
-  elif [ "$step" = PM ]; then pool 500 --config $pack/CM.yaml --out "$OUT"/pool-CM${TAG:-}.json
-  elif [ "$step" = P ]; then for order in largest smallest; do pool 150 --order $order --out "$OUT"/pool-$order.json; done
-  elif [ "${step:0:1}" = D ]; then (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
-      --engine torch-cuda --config $pack/$(case $step in DH) echo fp16;; DC) echo C;; DR) echo CR;; *) echo eager;; esac).yaml \
-      --data-dir $pack/data --runs 20) 2>&1 | quiet
-  else measure ""; fi ;;
+      --budget-s $((${MEASURE_S:-540} - 15)) --probe ${VARIANTS:+--variants $VARIANTS} ${ROWS:+--rows $ROWS} --out "$OUT"/gpu-compile-rows.json) 2>&1 | quiet ;;
+  PF) prof() { limit=$1; shift; (cd "$code" && PYTHONPATH=$code:$pack/site timeout "$limit" python3 \
+      benchmarks/gpu_profile.py --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx \
+      --vocab $pack/data/vocab.json --kmodel-cache $pack/kmodel.pt --precision fp16 --frames 160 \
+      --results "$OUT"/profile-fp16 "$@") 2>&1 | quiet; }
+    if [ "${CL:-0}" = 1 ]; then prof 400 --part compile --batches 16,8,2 --channels-last  # PF's compile, weights NHWC
+    else prof 220 --part profile --batches 2,8,16 && prof 330 --part compile --batches 16,8,2; fi
+    prof 60 --part report --out "$OUT"/gpu-profile-fp16${CL:+-cl$CL}.json ;;
+  HC) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-300}" python3 benchmarks/host_ceiling.py \
+      --data-dir $pack/data --model $pack/data/kokoro-v1.0.int8.onnx --out "$OUT"/host-ceiling.json) 2>&1 | quiet ;;
+  CL|CE|CRE) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/$step.yaml" ;;
+  CX) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml" ;;
+  C|CM|CW|CF|CR|CB|CBP) measure "--config $pack/$step.yaml" ;;
+  CIC) measure "--config $pack/C.yaml"; pack_cache ;;
+  E) measure "--config $pack/eager.yaml" ;;
+  H) measure "--config $pack/fp16.yaml" ;;
+  PM) pool 500 --config $pack/CM.yaml --out "$OUT"/pool-CM${TAG:-}.json ;;
+  P) for order in largest smallest; do pool 150 --order $order --out "$OUT"/pool-$order.json; done ;;
+  D|DH|DC|DR) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
+      --engine torch-cuda --config "$pack/$(case $step in DH) echo fp16;; DC) echo C;; DR) echo CR;; *) echo eager;; esac).yaml" \
+      --data-dir $pack/data --runs 20) 2>&1 | quiet ;;
+  *) measure "" ;;  # T
+  esac ;;
 T2) measure "" ;;
 M|F)
   printf 'engine:\n  precision: %s\n  batch_frames: 1024\n' "$([ "$step" = M ] && echo fp16 || echo fp32)" > $pack/$step.yaml

@@ -118,7 +118,7 @@ async def measure(args: argparse.Namespace) -> dict:
     try:
         for _ in range(10):
             await one(uri, WELCOME)
-        for where in ("in-process", "child process"):
+        for where in args.where.split(","):
             for clients in (int(c) for c in args.clients.split(",")):
                 batches.take()
                 requests = max(args.requests, 2 * clients)
@@ -150,6 +150,8 @@ def main() -> None:
     parser.add_argument("--hops", type=int, default=0, help="short GIL releases per call (PyTorch ops)")
     parser.add_argument("--switch-ms", type=float, help="the interpreter's GIL switch interval (default 5 ms)")
     parser.add_argument("--clients", default="1,4,16")
+    parser.add_argument("--where", default="in-process,child process",
+                        help="where clients run ('child process' alone: the process is the server's, for a profiler)")
     parser.add_argument("--requests", type=int, default=256, help="timed requests per level")
     parser.add_argument("--data-dir", help="assets.data_dir, where the data is not fetched (the GPU machine)")
     parser.add_argument("--model", help="assets.model_path, with --data-dir")
