@@ -22,6 +22,8 @@ from .numbers import DIGITS, cardinal, decimal, digits
 _NUM = r"\d+(?:\.\d+)?"
 # A whole number with thousands separators (1,650).
 _GROUPED = r"\d{1,3}(?:,\d{3})+"
+# Minutes of arc, and seconds after them, as a prime and a double prime write them (54'27"; NFKC makes ″ two primes).
+_ARC = r"(\d{1,2})['′](?:(\d{1,2}(?:\.\d+)?)(?:′′|″|\"))?"
 # An amount after a currency sign: digits, thousands separators, decimals (¥1,299.50).
 _AMOUNT = r"\d(?:\d|,(?=\d{3}))*(?:\.\d+)?"
 _Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
@@ -170,6 +172,11 @@ class _Rules:
             # & between two words is 和 (张三&李四, AT&T); inside an address, read above, it is named like its other
             # symbols (address_symbols), so this comes after the address rules.
             (re.compile(r"\s*&\s*"), lambda m: "和"),
+            # Three or more two-digit numbers set apart by spaces are a list (开奖号码 03 15 22 28 33, as lottery
+            # draws are written): each its two digits, a pause between; they had run together as one code
+            # (零三幺五二二…). Other spaced digits stay one number's groups (a phone number's 138 2046 7719).
+            (re.compile(r"(?<![\d.:\-])\d{2}(?:[ \t]+\d{2}){2,}(?![\d.:\-])"),
+             _number_list),
             # A space between a number and the word after it (2 小时, 2026 年, 2-4 天, as LLM replies write; NFKC made
             # U+3000 and NBSP plain spaces) is never said: dropping it once here lets every rule that reads the word
             # after a number (年 after a year, a measure word that takes 两, a range's far end) see that word.
@@ -317,8 +324,20 @@ class _Rules:
             # A latitude or longitude (31.23°N, 121.47°E) is 北纬/东经 … 度; its degree sign had been dropped
             # (三十一点二三N). Only within a coordinate's range, in a clause about a place or beside its pair (风向
             # 270°W, 角度 45°E are no coordinates).
-            (re.compile(r"(北纬|南纬|东经|西经)?\s*(?<![\d.])(\d{1,3}(?:\.\d+)?)°([NSEW])(?![A-Za-z])"),
+            # ... also in degrees, minutes and seconds (39°54'27"N → 北纬三十九度五十四分二十七秒): the marks had been
+            # dropped.
+            (re.compile(rf"(北纬|南纬|东经|西经)?\s*(?<![\d.])(\d{{1,3}}(?:\.\d+)?)°(?:{_ARC})?([NSEW])"
+                        r"(?![A-Za-z])"),
              self._coordinate),
+            # Minutes and seconds of arc after a degree (30°15'): 分 and 秒, as in a coordinate.
+            (re.compile(rf"(?<=°){_ARC}"), lambda m: _minutes_seconds(m[1], m[2])),
+            # A prime after a number is minutes, a double prime seconds, as sports and training logs time
+            # (15'30" → 十五分三十秒, 第90' → 第九十分钟): both had been dropped (十五三十). A prime after a letter
+            # (He's) or inside quotes ('5') is no minute mark; a double prime alone (an inch, a quote) is left as
+            # it was.
+            (re.compile(r"(?<![\d.°'′‘’A-Za-z])(\d{1,3})['′’](\d{1,2}(?:\.\d+)?)(?:′′|″|\"|”)"),
+             lambda m: _minutes_seconds(m[1], m[2])),
+            (re.compile(r"(?<![\d.°'′‘’A-Za-z])(\d{1,3})['′’](?![\dA-Za-z'′’])"), lambda m: m[1] + "分钟"),
             # * between two numbers is a times sign as typed on a keyboard (7*24 小时 had been 七二十四小时).
             (re.compile(r"(?<=\d)[ \t]*\*[ \t]*(?=\d)"), lambda m: "×"),
             # × or x between numbers is 乘 (7×24小时, 120x60cm), a resolution's numbers digit by digit (1920×1080);
@@ -613,14 +632,15 @@ class _Rules:
         return cue + _shorthand(low + k) + (dash + (_shorthand(high + high_k) if high_k else high) if dash else "")
 
     def _coordinate(self, m: re.Match[str]) -> str:
-        said, value, side = m.groups()
+        said, value, minutes, seconds, side = m.groups()
         word = {"N": "北纬", "S": "南纬", "E": "东经", "W": "西经"}[side]
         clause = m.string[_clause_start(m.string, m.start()) : m.start()]
-        pair = re.search(r"°[NSEW]", m.string[max(0, m.start() - 16) : m.start()] + m.string[m.end() : m.end() + 16])
+        near = m.string[max(0, m.start() - 24) : m.start()] + " " + m.string[m.end() : m.end() + 24]
+        pair = re.search(rf"\d°(?:{_ARC})?[NSEW]", near)
         in_range = float(value) <= (90 if side in "NS" else 180)
         if not in_range or not (said or pair or self.coordinate_cue.search(clause)):
             return m[0]
-        return word + value + "度"
+        return word + value + "度" + (_minutes_seconds(minutes, seconds) if minutes else "")
 
     def _nth_of(self, m: re.Match[str]) -> str:
         """第2/5步: the second step of five, where the word counts steps of a whole (`steps_of_whole`); else two
@@ -1110,6 +1130,16 @@ _CHOICE = re.compile(r"([\u3400-\u9fff][ \t]+)?(?<![A-Za-z.])([A-F])\.[ \t]+(?=[
 # A clause's end in either width: NFKC has made the user's ！？，； ASCII by the time the rules run, but rules write
 # the full-width comma (a list's items, a pause).
 _CLAUSE_END = re.compile(r"[。，！？；,;!?\n]")
+
+
+def _number_list(m: re.Match[str]) -> str:
+    """Each number of a spaced list digit by digit, a pause between them and after the last where a word follows."""
+    return "，".join(map(digits, m[0].split())) + ("，" if m.string[m.end() : m.end() + 1].isspace() else "")
+
+
+def _minutes_seconds(minutes: str, seconds: str | None) -> str:
+    """A prime's and a double prime's values as 分 and 秒, left to the number rules to read."""
+    return minutes + "分" + (seconds + "秒" if seconds else "")
 
 
 def _clause_start(text: str, pos: int) -> int:

@@ -1540,6 +1540,25 @@ def test_sensor_marks_that_had_been_dropped_are_said() -> None:
     assert normalize("#1 卧室") == "一号卧室"
 
 
+def test_primes_are_minutes_and_seconds_and_spaced_two_digit_numbers_a_list() -> None:
+    """A prime after a number had been dropped (用时 15'30" → 十五三十, 第90'进球 → 第九十进球), also in a coordinate
+    (39°54'27"N → 三十九度五十四二十七N); lottery numbers set apart by spaces had run together as one code
+    (开奖号码 03 15 22 → 零三幺五二二)."""
+    assert normalize("用时 15'30\"") == "用时十五分三十秒"
+    assert normalize("配速 5′30″") == "配速五分三十秒"
+    assert normalize("第90'进球") == "第九十分钟进球"
+    assert normalize("比赛第 45’ 进球") == "比赛第四十五分钟进球"
+    assert normalize("坐标 39°54'27\"N, 116°23'17\"E") == ("坐标北纬三十九度五十四分二十七秒，"
+                                                           "东经一百一十六度二十三分十七秒")
+    assert normalize("位置：31°14'N") == "位置，北纬三十一度十四分"
+    assert normalize("角度 30°15'") == "角度三十度十五分"
+    assert normalize("开奖号码 03 15 22 28 33 蓝球 09") == "开奖号码零三，一五，二二，二八，三三，蓝球零九"
+    # Near-misses: quotes around a number, a word's quotes, three groups that are a phone number's.
+    assert normalize("回复'1'确认") == "回复一确认"
+    assert normalize("他说'好的'") == "他说好的"
+    assert normalize("电话 138 2046 7719") == "电话幺三八二零四六七七幺九"
+
+
 def test_markdown_tables_struck_text_and_lettered_choices_in_a_reply() -> None:
     """An LLM's table ran its cells together (九点例会) and said nothing of its rule line only by luck, struck-out text
     read its marks as 约, and a lettered choice's dot was a full stop (A。是B。否)."""
