@@ -22,6 +22,7 @@ from .numbers import DIGITS, cardinal, decimal, digits
 _NUM = r"\d+(?:\.\d+)?"
 # A whole number with thousands separators (1,650).
 _GROUPED = r"\d{1,3}(?:,\d{3})+"
+_HAN = re.compile(r"[\u3400-\u9fff]")
 # Minutes of arc, and seconds after them, as a prime and a double prime write them (54'27"; NFKC makes ″ two primes).
 _ARC = r"(\d{1,2})['′](?:(\d{1,2}(?:\.\d+)?)(?:′′|″|\"))?"
 # An amount after a currency sign: digits, thousands separators, decimals (¥1,299.50).
@@ -317,9 +318,19 @@ class _Rules:
             (re.compile(r"(?<![\d.])\d+(?:\.\d+)+(?![\d.])"), self._version),
             # An ISO timestamp as automations log it (2026-12-05T21:30:00+08:00): its T had been read and its offset
             # taken for a clock time (八点); the offset is said as UTC's is (UTC加八小时), Z and +00:00 as UTC, and a
-            # fraction of a second is not said (as :00 seconds are not).
-            (re.compile(r"(?<=\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)(Z|[+-]\d{2}:?\d{2})?(?![\d:])"),
-             lambda m: " " + m[1].split(".")[0] + ("" if m[2] is None else " UTC" + _offset(m[2]))),
+            # fraction of a second is not said (as :00 seconds are not). Also as a template prints a state's
+            # last_changed (2026-12-06 07:51:02.123456+00:00: a space, always seconds), whose microseconds had
+            # been read as digits and its offset as 加零点.
+            (re.compile(r"(?<=\d{4}-\d{2}-\d{2})(?:T(\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)"
+                        r"|[ \t](\d{2}:\d{2}:\d{2}(?:\.\d+)?))(Z|[+-]\d{2}:?\d{2})?(?![\d:])"),
+             lambda m: " " + (m[1] or m[2]).split(".")[0] + ("" if m[3] is None else " UTC" + _offset(m[3]))),
+            # A span as a template prints a timedelta (1 day, 2:03:04.5 from now() - last_changed): days, hours,
+            # minutes and seconds (一天两小时三分四秒); it had been 一day，两点零三分零四秒.
+            (re.compile(r"(?<![\d.])(\d+) days?, (\d{1,2}):(\d{2}):(\d{2})(?:\.\d+)?(?![\d:])"),
+             lambda m: cardinal(m[1], liang=True) + "天" + _span(m.groups()[1:], ("小时", "分", "秒"))),
+            # A state Home Assistant has no value for, in a Chinese sentence (客厅温度 unavailable ℃ → 客厅温度不可用).
+            (re.compile(rf"(?<![A-Za-z])({_alternation(d['missing_states'])})(?![A-Za-z])"
+                        rf"(?:[ \t]*(?:(?:{unit})(?![A-Za-z])|[%‰]))?"), self._missing_state),
             (re.compile(r"(?<!\d)(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})(?![\d.])(?:\s*[日号])?"), self._ymd),
             # A latitude or longitude (31.23°N, 121.47°E) is 北纬/东经 … 度; its degree sign had been dropped
             # (三十一点二三N). Only within a coordinate's range, in a clause about a place or beside its pair (风向
@@ -630,6 +641,13 @@ class _Rules:
         if not k:
             return m[0]
         return cue + _shorthand(low + k) + (dash + (_shorthand(high + high_k) if high_k else high) if dash else "")
+
+    def _missing_state(self, m: re.Match[str]) -> str:
+        """The state's Chinese word where Chinese is next to it (a colon or spaces between), else as written."""
+        before, after = m.string[: m.start()].rstrip(" \t:："), m.string[m.end() :].lstrip()
+        if not _HAN.match(before[-1:]) and not _HAN.match(after[:1]):
+            return m[0]
+        return str(self.d["missing_states"][m[1]])
 
     def _coordinate(self, m: re.Match[str]) -> str:
         said, value, minutes, seconds, side = m.groups()

@@ -1559,6 +1559,20 @@ def test_primes_are_minutes_and_seconds_and_spaced_two_digit_numbers_a_list() ->
     assert normalize("电话 138 2046 7719") == "电话幺三八二零四六七七幺九"
 
 
+def test_values_as_home_assistant_templates_print_them() -> None:
+    """A state's last_changed (microseconds read as digits, its offset as 加零点), a timedelta (一day，两点零三分…) and
+    a state with no value (unavailable ℃ → unavailable C) as a template puts them into a Chinese sentence."""
+    assert normalize("上次开门 2026-12-06 07:51:02.123456+00:00") == "上次开门二零二六年十二月六日七点五十一分零二秒UTC"
+    assert normalize("已运行 1 day, 2:03:04") == "已运行一天两小时三分四秒"
+    assert normalize("已运行 3 days, 4:05:06.123456") == "已运行三天四小时五分六秒"
+    assert normalize("客厅温度 unavailable ℃，湿度 45%") == "客厅温度不可用，湿度百分之四十五"
+    assert normalize("电量 unknown %") == "电量未知"
+    # Near-misses: a time range after a date (no offset), an English sentence, a date and a clock without seconds.
+    assert normalize("2026-12-05 21:30-22:00 会议") == "二零二六年十二月五日二十一点三十分到二十二点会议"
+    assert normalize("The state is unknown") == "The state is unknown"
+    assert normalize("上次 2026-12-06 07:51") == "上次二零二六年十二月六日七点五十一分"
+
+
 def test_markdown_tables_struck_text_and_lettered_choices_in_a_reply() -> None:
     """An LLM's table ran its cells together (九点例会) and said nothing of its rule line only by luck, struck-out text
     read its marks as 约, and a lettered choice's dot was a full stop (A。是B。否)."""
