@@ -348,7 +348,7 @@ class _Rules:
             # it was.
             (re.compile(r"(?<![\d.°'′‘’A-Za-z])(\d{1,3})['′’](\d{1,2}(?:\.\d+)?)(?:′′|″|\"|”)"),
              lambda m: _minutes_seconds(m[1], m[2])),
-            (re.compile(r"(?<![\d.°'′‘’A-Za-z])(\d{1,3})['′’](?![\dA-Za-z'′’])"), lambda m: m[1] + "分钟"),
+            (re.compile(r"(?<![\d.°'′‘’A-Za-z])(\d{1,3})(['′’])(?![\dA-Za-z'′’])"), _minute_mark),
             # * between two numbers is a times sign as typed on a keyboard (7*24 小时 had been 七二十四小时).
             (re.compile(r"(?<=\d)[ \t]*\*[ \t]*(?=\d)"), lambda m: "×"),
             # × or x between numbers is 乘 (7×24小时, 120x60cm), a resolution's numbers digit by digit (1920×1080);
@@ -645,8 +645,8 @@ class _Rules:
     def _missing_state(self, m: re.Match[str]) -> str:
         """The state's Chinese word where Chinese is next to it (a colon or spaces between), else as written."""
         before, after = m.string[: m.start()].rstrip(" \t:："), m.string[m.end() :].lstrip()
-        if not _HAN.match(before[-1:]) and not _HAN.match(after[:1]):
-            return m[0]
+        if (not _HAN.match(before[-1:]) and not _HAN.match(after[:1])) or re.match("[A-Za-z]", after):
+            return m[0]  # not in a Chinese sentence, or part of an English phrase (unknown error)
         return str(self.d["missing_states"][m[1]])
 
     def _coordinate(self, m: re.Match[str]) -> str:
@@ -1153,6 +1153,14 @@ _CLAUSE_END = re.compile(r"[。，！？；,;!?\n]")
 def _number_list(m: re.Match[str]) -> str:
     """Each number of a spaced list digit by digit, a pause between them and after the last where a word follows."""
     return "，".join(map(digits, m[0].split())) + ("，" if m.string[m.end() : m.end() + 1].isspace() else "")
+
+
+def _minute_mark(m: re.Match[str]) -> str:
+    """第90' → 第90分钟, unless the mark closes a quote the clause opened (他说‘还剩3’, 回复 '3'): left as written."""
+    clause = m.string[_clause_start(m.string, m.start()) : m.start()]
+    if (m[2] == "’" and "‘" in clause) or (m[2] == "'" and clause.count("'") % 2):
+        return m[0]
+    return m[1] + "分钟"
 
 
 def _minutes_seconds(minutes: str, seconds: str | None) -> str:

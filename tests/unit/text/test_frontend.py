@@ -1555,6 +1555,7 @@ def test_primes_are_minutes_and_seconds_and_spaced_two_digit_numbers_a_list() ->
     assert normalize("开奖号码 03 15 22 28 33 蓝球 09") == "开奖号码零三，一五，二二，二八，三三，蓝球零九"
     # Near-misses: quotes around a number, a word's quotes, three groups that are a phone number's.
     assert normalize("回复'1'确认") == "回复一确认"
+    assert normalize("他说‘还剩3’，好的") == "他说还剩三，好的"
     assert normalize("他说'好的'") == "他说好的"
     assert normalize("电话 138 2046 7719") == "电话幺三八二零四六七七幺九"
 
@@ -1570,6 +1571,7 @@ def test_values_as_home_assistant_templates_print_them() -> None:
     # Near-misses: a time range after a date (no offset), an English sentence, a date and a clock without seconds.
     assert normalize("2026-12-05 21:30-22:00 会议") == "二零二六年十二月五日二十一点三十分到二十二点会议"
     assert normalize("The state is unknown") == "The state is unknown"
+    assert normalize("设备 unknown error") == "设备unknown error"
     assert normalize("上次 2026-12-06 07:51") == "上次二零二六年十二月六日七点五十一分"
 
 
