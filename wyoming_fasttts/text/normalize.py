@@ -78,6 +78,7 @@ class _Rules:
         self.version_before = re.compile(
             rf"(?:(?<![A-Za-z])[vV]|(?:{_alternation(d['version_cues_before'])})[:：]?\s*)$")
         self.not_measure = re.compile(rf"\s*(?:{_alternation(d['not_measure_words'])})")
+        self.transfer_after = re.compile(rf"{_NUM}\s*(?:{_alternation(d['transfer_units'])})(?![A-Za-z])")
         self.countdown_before = re.compile(rf"(?:{_alternation(d['countdown_cues'])})[:：]?\s*$")
         self.coordinate_cue = re.compile(_alternation(d["coordinate_cues"]))
         self.ratio_before = re.compile(rf"(?:{_alternation(d['ratio_cues'])})[:：\s]*$")
@@ -514,8 +515,7 @@ class _Rules:
             (re.compile(rf"((?<!比)(?:{change})[\u3400-\u9fff]{{0,4}}?[:：]?\s*)-(?=\s*(?:{money})?\d)"),
              lambda m: m[1] + "减"),
             (re.compile(rf"(?<![\d+])\+(?=\s*(?:{money})?\d)"), lambda m: "加"),
-            (re.compile(rf"([{arrows}])\ufe0f?\s*(?=[-+加减]?\s*(?:{money})?\d)"),
-             lambda m: self.d["change_arrows"][m[1]]),
+            (re.compile(rf"([{arrows}])\ufe0f?\s*(?=[-+加减]?\s*(?:{money})?\d)"), self._arrow_before_number),
             # An arrow elsewhere (价格↑, 气压 1013 hPa ↓) says its word too, unless the word before already says it
             # (气压下降↓); it had been dropped.
             (re.compile(rf"[ \t]*([{arrows}])\ufe0f?"), self._arrow),
@@ -621,6 +621,16 @@ class _Rules:
         if re.search(r"[A-Za-z]$", before) and re.match(r"[\u3400-\u9fff]", after):
             return "，"  # Hi～你好: a greeting's pause
         return "" if re.search(r"[\w\u3400-\u9fff]", after) else "。"
+
+    def _arrow_before_number(self, m: re.Match[str]) -> str:
+        """↑3℃ → 上升三摄氏度; before a transfer rate (↓ 12.3 Mbps) its direction, 下载 or 上传: not again where the
+        words before say it (下载速度 ↓95 Mbps), after a pause where it follows the other direction's reading."""
+        if not self.transfer_after.match(m.string, m.end()):
+            return str(self.d["change_arrows"][m[1]])
+        word, before = str(self.d["transfer_arrows"][m[1]]), m.string[: m.start()].rstrip()
+        if word in before[-6:]:
+            return ""
+        return ("，" if re.search(r"[A-Za-z\d]$", before) else "") + word
 
     def _arrow(self, m: re.Match[str]) -> str:
         """An arrow set apart after a reading is its own clause (1013 hPa ↓ → 一千零一十三百帕，下降)."""

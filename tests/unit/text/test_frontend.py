@@ -1561,8 +1561,9 @@ def test_primes_are_minutes_and_seconds_and_spaced_two_digit_numbers_a_list() ->
 
 
 def test_values_as_home_assistant_templates_print_them() -> None:
-    """A state's last_changed (microseconds read as digits, its offset as 加零点), a timedelta (一day，两点零三分…) and
-    a state with no value (unavailable ℃ → unavailable C) as a template puts them into a Chinese sentence."""
+    """A state's last_changed (microseconds read as digits, its offset as 加零点), a timedelta (一day，两点零三分…), a
+    state with no value (unavailable ℃ → unavailable C) and a speed test's arrows as a template puts them into a
+    Chinese sentence."""
     assert normalize("上次开门 2026-12-06 07:51:02.123456+00:00") == "上次开门二零二六年十二月六日七点五十一分零二秒UTC"
     assert normalize("已运行 1 day, 2:03:04") == "已运行一天两小时三分四秒"
     assert normalize("已运行 3 days, 4:05:06.123456") == "已运行三天四小时五分六秒"
@@ -1572,6 +1573,10 @@ def test_values_as_home_assistant_templates_print_them() -> None:
     assert normalize("2026-12-05 21:30-22:00 会议") == "二零二六年十二月五日二十一点三十分到二十二点会议"
     assert normalize("The state is unknown") == "The state is unknown"
     assert normalize("设备 unknown error") == "设备unknown error"
+    # A speed test's arrows before transfer rates are download and upload (had been 下降 / 上升), said once.
+    assert normalize("网速 ↓ 12.3 Mbps ↑ 3.4 Mbps") == "网速下载十二点三兆比特每秒，上传三点四兆比特每秒"
+    assert normalize("下载速度 ↓95.2Mbps") == "下载速度九十五点二兆比特每秒"
+    assert normalize("股价 ↓ 5%") == "股价下降百分之五"  # no rate: a change, as before
     assert normalize("上次 2026-12-06 07:51") == "上次二零二六年十二月六日七点五十一分"
 
 
