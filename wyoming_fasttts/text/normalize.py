@@ -174,9 +174,10 @@ class _Rules:
             # & between two words is 和 (张三&李四, AT&T); inside an address, read above, it is named like its other
             # symbols (address_symbols), so this comes after the address rules.
             (re.compile(r"\s*&\s*"), lambda m: "和"),
-            # Three or more two-digit numbers set apart by spaces are a list (开奖号码 03 15 22 28 33, as lottery
-            # draws are written): each its two digits, a pause between; they had run together as one code
-            # (零三幺五二二…). Other spaced digits stay one number's groups (a phone number's 138 2046 7719).
+            # Three or more two-digit numbers set apart by spaces are a list, a pause between them (22 23 24 度
+            # had been 二十二二十三二十四度); zero-padded, as lottery draws write them (开奖号码 03 15 22 28 33),
+            # each its two digits (they had run together as one code, 零三幺五二二…). Other spaced digits stay one
+            # number's groups (a phone number's 138 2046 7719).
             (re.compile(r"(?<![\d.:\-])\d{2}(?:[ \t]+\d{2}){2,}(?![\d.:\-])"),
              _number_list),
             # A space between a number and the word after it (2 小时, 2026 年, 2-4 天, as LLM replies write; NFKC made
@@ -1161,8 +1162,13 @@ _CLAUSE_END = re.compile(r"[。，！？；,;!?\n]")
 
 
 def _number_list(m: re.Match[str]) -> str:
-    """Each number of a spaced list digit by digit, a pause between them and after the last where a word follows."""
-    return "，".join(map(digits, m[0].split())) + ("，" if m.string[m.end() : m.end() + 1].isspace() else "")
+    """A pause between the numbers of a spaced list, each read by the number rules (22 23 24 度 →
+    二十二，二十三，二十四度); zero-padded ones, as a draw writes its balls, digit by digit, with a pause after the last
+    where a word follows."""
+    groups = m[0].split()
+    if not any(group.startswith("0") for group in groups):
+        return "，".join(groups)
+    return "，".join(map(digits, groups)) + ("，" if m.string[m.end() : m.end() + 1].isspace() else "")
 
 
 def _minute_mark(m: re.Match[str]) -> str:

@@ -1542,7 +1542,7 @@ def test_sensor_marks_that_had_been_dropped_are_said() -> None:
 
 def test_primes_are_minutes_and_seconds_and_spaced_two_digit_numbers_a_list() -> None:
     """A prime after a number had been dropped (用时 15'30" → 十五三十, 第90'进球 → 第九十进球), also in a coordinate
-    (39°54'27"N → 三十九度五十四二十七N); lottery numbers set apart by spaces had run together as one code
+    (39°54'27"N → 三十九度五十四二十七N); numbers set apart by spaces had run together, lottery numbers as one code
     (开奖号码 03 15 22 → 零三幺五二二)."""
     assert normalize("用时 15'30\"") == "用时十五分三十秒"
     assert normalize("配速 5′30″") == "配速五分三十秒"
@@ -1553,6 +1553,8 @@ def test_primes_are_minutes_and_seconds_and_spaced_two_digit_numbers_a_list() ->
     assert normalize("位置：31°14'N") == "位置，北纬三十一度十四分"
     assert normalize("角度 30°15'") == "角度三十度十五分"
     assert normalize("开奖号码 03 15 22 28 33 蓝球 09") == "开奖号码零三，一五，二二，二八，三三，蓝球零九"
+    assert normalize("未来三天温度 22 23 24 度") == "未来三天温度二十二，二十三，二十四度"  # not padded: numbers
+    assert normalize("湿度 45 50 55%") == "湿度四十五，五十，百分之五十五"
     # Near-misses: quotes around a number, a word's quotes, three groups that are a phone number's.
     assert normalize("回复'1'确认") == "回复一确认"
     assert normalize("他说‘还剩3’，好的") == "他说还剩三，好的"
