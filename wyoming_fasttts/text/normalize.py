@@ -342,6 +342,11 @@ class _Rules:
             (re.compile(rf"(北纬|南纬|东经|西经)?\s*(?<![\d.])(\d{{1,3}}(?:\.\d+)?)°(?:{_ARC})?([NSEW])"
                         r"(?![A-Za-z])"),
              self._coordinate),
+            # A wind's compass point after 风向, a bearing before it or not (风向 NW → 风向西北, 风向 270°W → 风向西，
+            # 270度): the letters had been spelled, the bearing's degree dropped (两百七十W).
+            (re.compile(rf"(风向\s*[:：]?\s*)(?:(\d{{1,3}}(?:\.\d+)?)\s*°\s*)?({_alternation(d['compass_points'])})"
+                        r"(?![A-Za-z])"),
+             self._compass),
             # Minutes and seconds of arc after a degree (30°15'): 分 and 秒, as in a coordinate.
             (re.compile(rf"(?<=°){_ARC}"), lambda m: _minutes_seconds(m[1], m[2])),
             # A prime after a number is minutes, a double prime seconds, as sports and training logs time
@@ -652,6 +657,12 @@ class _Rules:
         if not k:
             return m[0]
         return cue + _shorthand(low + k) + (dash + (_shorthand(high + high_k) if high_k else high) if dash else "")
+
+    def _compass(self, m: re.Match[str]) -> str:
+        """风向 + the point's words, then its bearing; a pause after where a space set the next words apart."""
+        bearing = f"，{m[2]}度" if m[2] else ""
+        after = "，" if m.string[m.end() : m.end() + 1].isspace() else ""
+        return m[1] + str(self.d["compass_points"][m[3]]) + bearing + after
 
     def _missing_state(self, m: re.Match[str]) -> str:
         """The state's Chinese word where Chinese is next to it (a colon or spaces between), else as written."""

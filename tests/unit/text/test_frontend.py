@@ -1564,8 +1564,8 @@ def test_primes_are_minutes_and_seconds_and_spaced_two_digit_numbers_a_list() ->
 
 def test_values_as_home_assistant_templates_print_them() -> None:
     """A state's last_changed (microseconds read as digits, its offset as 加零点), a timedelta (一day，两点零三分…), a
-    state with no value (unavailable ℃ → unavailable C) and a speed test's arrows as a template puts them into a
-    Chinese sentence."""
+    state with no value (unavailable ℃ → unavailable C), a speed test's arrows and a wind's compass point as a
+    template puts them into a Chinese sentence."""
     assert normalize("上次开门 2026-12-06 07:51:02.123456+00:00") == "上次开门二零二六年十二月六日七点五十一分零二秒UTC"
     assert normalize("已运行 1 day, 2:03:04") == "已运行一天两小时三分四秒"
     assert normalize("已运行 3 days, 4:05:06.123456") == "已运行三天四小时五分六秒"
@@ -1579,6 +1579,10 @@ def test_values_as_home_assistant_templates_print_them() -> None:
     assert normalize("网速 ↓ 12.3 Mbps ↑ 3.4 Mbps") == "网速下载十二点三兆比特每秒，上传三点四兆比特每秒"
     assert normalize("下载速度 ↓95.2Mbps") == "下载速度九十五点二兆比特每秒"
     assert normalize("股价 ↓ 5%") == "股价下降百分之五"  # no rate: a change, as before
+    # A weather integration's compass point after 风向 (had been spelled, N W), its bearing after it.
+    assert normalize("风向 NW，风速 3 m/s") == "风向西北，风速三米每秒"
+    assert normalize("今天风向 E 风力 3 级") == "今天风向东，风力三级"
+    assert normalize("风向 Nest") == "风向Nest"  # a word, no point
     assert normalize("上次 2026-12-06 07:51") == "上次二零二六年十二月六日七点五十一分"
 
 
@@ -1611,7 +1615,7 @@ def test_todays_rules_leave_their_near_misses_alone() -> None:
     assert normalize("房租 3.5k/月") == "房租三千五百每月"
     assert normalize("门票 120元 / 场") == "门票一百二十元每场"
     assert normalize("北纬39.9°N") == "北纬三十九点九度"
-    assert normalize("风向 270°W") == "风向两百七十W"  # no coordinate (past 180, no place word): as before
+    assert normalize("风向 270°W") == "风向西，两百七十度"  # no coordinate (past 180): a wind's point and bearing
     assert normalize("收到~~我这就去开灯~~") == "收到，我这就去开灯。"
     assert normalize("请多补充维生素 C. 另外要多喝水") == "请多补充维生素C。另外要多喝水"
     assert normalize("请选择 A~C 中的一项") == "请选择A到C中的一项"
