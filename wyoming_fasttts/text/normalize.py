@@ -345,7 +345,7 @@ class _Rules:
             # A wind's compass point after 风向, a bearing before it or not (风向 NW → 风向西北, 风向 270°W → 风向西，
             # 270度): the letters had been spelled, the bearing's degree dropped (两百七十W).
             (re.compile(rf"(风向\s*[:：]?\s*)(?:(\d{{1,3}}(?:\.\d+)?)\s*°\s*)?({_alternation(d['compass_points'])})"
-                        r"(?![A-Za-z])"),
+                        r"(?![A-Za-z/])"),
              self._compass),
             # Minutes and seconds of arc after a degree (30°15'): 分 and 秒, as in a coordinate.
             (re.compile(rf"(?<=°){_ARC}"), lambda m: _minutes_seconds(m[1], m[2])),

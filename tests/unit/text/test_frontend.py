@@ -1583,6 +1583,7 @@ def test_values_as_home_assistant_templates_print_them() -> None:
     assert normalize("风向 NW，风速 3 m/s") == "风向西北，风速三米每秒"
     assert normalize("今天风向 E 风力 3 级") == "今天风向东，风力三级"
     assert normalize("风向 Nest") == "风向Nest"  # a word, no point
+    assert normalize("风向 N/A") == "风向N A"  # no value, no point
     assert normalize("上次 2026-12-06 07:51") == "上次二零二六年十二月六日七点五十一分"
 
 
