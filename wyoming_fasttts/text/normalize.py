@@ -661,8 +661,7 @@ class _Rules:
     def _compass(self, m: re.Match[str]) -> str:
         """风向 + the point's words, then its bearing; a pause after where a space set the next words apart."""
         bearing = f"，{m[2]}度" if m[2] else ""
-        after = "，" if m.string[m.end() : m.end() + 1].isspace() else ""
-        return m[1] + str(self.d["compass_points"][m[3]]) + bearing + after
+        return m[1] + str(self.d["compass_points"][m[3]]) + bearing + _pause_if_spaced(m)
 
     def _missing_state(self, m: re.Match[str]) -> str:
         """The state's Chinese word where Chinese is next to it (a colon or spaces between), else as written."""
@@ -1179,7 +1178,12 @@ def _number_list(m: re.Match[str]) -> str:
     groups = m[0].split()
     if not any(group.startswith("0") for group in groups):
         return "，".join(groups)
-    return "，".join(map(digits, groups)) + ("，" if m.string[m.end() : m.end() + 1].isspace() else "")
+    return "，".join(map(digits, groups)) + _pause_if_spaced(m)
+
+
+def _pause_if_spaced(m: re.Match[str]) -> str:
+    """A pause after a reading where a space set the next words apart (once read, the space itself is dropped)."""
+    return "，" if m.string[m.end() : m.end() + 1].isspace() else ""
 
 
 def _minute_mark(m: re.Match[str]) -> str:
