@@ -57,7 +57,7 @@ FRAME_BUCKET = 192    # the shipped frame bucket holding its ~150 frames (issue 
 
 # ----------------------------------------------------------------------------------------------- inputs
 
-def load_stages(args: argparse.Namespace) -> tuple[Any, Any]:
+def load_kmodel(args: argparse.Namespace) -> Any:
     import torch
 
     from wyoming_fasttts.export import reference
@@ -65,12 +65,18 @@ def load_stages(args: argparse.Namespace) -> tuple[Any, Any]:
     cache = Path(args.kmodel_cache) if args.kmodel_cache else None
     reference.kokoro_modules()  # unpickling needs kokoro.model without kokoro/__init__ (which loads the G2P)
     if cache and cache.exists():
-        kmodel = torch.load(cache, weights_only=False)
-    else:
-        vocab = json.loads(Path(args.vocab).read_text())["vocab"]
-        kmodel = reference.build_kmodel(Path(args.model), vocab, deterministic=True)
-        if cache:
-            torch.save(kmodel, cache)
+        return torch.load(cache, weights_only=False)
+    vocab = json.loads(Path(args.vocab).read_text())["vocab"]
+    kmodel = reference.build_kmodel(Path(args.model), vocab, deterministic=True)
+    if cache:
+        torch.save(kmodel, cache)
+    return kmodel
+
+
+def load_stages(args: argparse.Namespace) -> tuple[Any, Any]:
+    from wyoming_fasttts.export import reference
+
+    kmodel = load_kmodel(args)
     stage1 = reference.BatchedDurations(kmodel).eval().to(args.device)
     stage2 = reference.BatchedVocoder(kmodel, args.precision).eval().to(args.device)
     if args.channels_last:
@@ -418,6 +424,60 @@ def profile_batch(stage2: Any, inputs: list[Any], iterations: int, cuda: bool, a
 
 # ------------------------------------------------------------------------------------------------- parts
 
+def part_planar(args: argparse.Namespace, item: dict, save: Callable[[dict], None]) -> dict:
+    """Stage 2 compiled as the engine compiles it (``torch_cuda._compiled``: dynamic shapes), 1-D against planar
+    (``BatchedVocoder(planar=True)``: 2-D convolutions, inductor's channels-last layout forced), each batch's two
+    captured as CUDA graphs and replayed interleaved (CUDA events); their audio compared; each profiled."""
+    import torch
+
+    from wyoming_fasttts.backends.torch_cuda import _compiled
+    from wyoming_fasttts.export import reference
+
+    kmodel = load_kmodel(args)
+    stage1 = reference.BatchedDurations(kmodel).eval().to(args.device)
+    variants = {name: _compiled(reference.BatchedVocoder(kmodel, args.precision, planar=planar).eval()
+                                .to(args.device), channels_last=planar)
+                for name, planar in (("1-D", False), ("planar", True))}
+    results: list[dict] = []
+    for batch in args.batch_list:
+        inputs, shape = stage2_inputs(stage1, item, batch, args.device, args.frames)
+        row: dict[str, Any] = {"batch": batch, "shape": shape}
+        try:
+            replays, audio = {}, {}
+            for name, module in variants.items():
+                t0 = time.perf_counter()
+                with torch.no_grad():
+                    audio[name] = module(*inputs)[0].double()
+                row[f"first_call_s_{name}"] = time.perf_counter() - t0
+                replays[name] = graph_replay(module, inputs)
+            peak = audio["1-D"].abs().max().item()
+            row["max_abs_diff"] = (audio["planar"] - audio["1-D"]).abs().max().item()
+            row["rel_err"] = row["max_abs_diff"] / peak
+            times: dict[str, list[dict]] = {name: [] for name in variants}
+            for _ in range(args.warmup):
+                for replay in replays.values():
+                    replay()
+            for _ in range(args.runs):   # interleaved, so drift hits both alike
+                for name, replay in replays.items():
+                    times[name].append(time_calls(replay, 1, 0, True))
+            for name, runs in times.items():
+                events = [r["event_p50_ms"] for r in runs]
+                row[name] = {"p50_ms": statistics.median(events), "mean_ms": statistics.fmean(events),
+                             "min_ms": min(events)}
+            row["planar_over_1d"] = row["planar"]["p50_ms"] / row["1-D"]["p50_ms"]
+            for name, module in variants.items():
+                prof = profile_batch(module, inputs, args.iterations, True, attribute=False)
+                row[f"profile_{name}"] = {k: prof[k] for k in ("kernel_ms", "kernels_per_iter", "family",
+                                                               "top_kernels")}
+        except Exception as exc:  # a batch that fails is reported, the others still run
+            row["error"] = repr(exc)[:400]
+        results.append(row)
+        print(json.dumps({k: v for k, v in row.items() if not k.startswith("profile_") and k != "shape"}),
+              flush=True)
+        save({"part": "planar", "meta": meta(args), "results": results})
+    return {"part": "planar", "meta": meta(args), "results": results}
+
+
 def meta(args: argparse.Namespace) -> dict:
     import torch
 
@@ -565,12 +625,22 @@ def report(parts: list[dict]) -> str:
                              f"{r['compiled']['p50_ms']:.1f} | {r['speedup_p50']:.2f}× | {_ms(cg)} | "
                              f"{r['compiled_profile']['kernel_ms']:.1f} | {r['compile_s']:.0f} | "
                              f"{r['rel_err_vs_eager']:.1e} |")
+    for p in (p for p in parts if p["part"] == "planar"):
+        lines += ["", "| rows | 1-D p50 ms | planar p50 ms | planar / 1-D | kernel ms 1-D / planar | rel. difference |",
+                  "|---|---|---|---|---|---|"]
+        for r in p["results"]:
+            if "error" in r:
+                lines.append(f"| {r['batch']} | failed: {r['error'][:80]} |||||")
+                continue
+            lines.append(f"| {r['batch']} | {r['1-D']['p50_ms']:.2f} | {r['planar']['p50_ms']:.2f} | "
+                         f"{r['planar_over_1d']:.2f} | {r['profile_1-D']['kernel_ms']:.1f} / "
+                         f"{r['profile_planar']['kernel_ms']:.1f} | {r['rel_err']:.1e} |")
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("profile", "compile", "report"), required=True)
+    parser.add_argument("--part", choices=("profile", "compile", "planar", "report"), required=True)
     parser.add_argument("--inputs")
     parser.add_argument("--model")
     parser.add_argument("--vocab")
@@ -583,6 +653,8 @@ def main() -> None:
     parser.add_argument("--mode", default="default", help="torch.compile mode for --part compile")
     parser.add_argument("--channels-last", action="store_true",
                         help="stage 2's Conv1d weights channels-last (cuDNN's layout transforms gone)")
+    parser.add_argument("--cudnn-benchmark", action="store_true",
+                        help="cuDNN times its algorithms per convolution shape (torch.backends.cudnn.benchmark)")
     parser.add_argument("--precision", default="fp32", help="stage 2's (fp16: the fused engine's, ninth pass on)")
     parser.add_argument("--frames", type=int, default=FRAME_BUCKET,
                         help="frame bucket (160: the README's fused setting's, nineteenth pass)")
@@ -599,6 +671,10 @@ def main() -> None:
         print(report(parts))
         return
     item = json.loads(Path(args.inputs).read_text())["items"][0]
+    if args.cudnn_benchmark:
+        import torch
+
+        torch.backends.cudnn.benchmark = True
     t0 = time.perf_counter()
 
     def save(out: dict) -> None:   # after every batch, so a part cut short by its timeout keeps what it measured
@@ -606,7 +682,7 @@ def main() -> None:
                            inputs_text=item.get("text"), n_ids=len(item["ids"]))
         (results / f"part-{out['part']}.json").write_text(json.dumps(out, indent=1, ensure_ascii=False))
 
-    out = (part_profile if args.part == "profile" else part_compile)(args, item, save)
+    out = {"profile": part_profile, "compile": part_compile, "planar": part_planar}[args.part](args, item, save)
     save(out)
     print(report([out]))
 

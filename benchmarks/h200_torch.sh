@@ -55,6 +55,12 @@
 #        profiler at 2, 8 and 16 rows (where the kernels go, by role), then compiled by inductor (dynamic=False) at
 #        16, 8, 2 (convolutions against fused Triton): what a batch of 16 spends (twentieth pass); CL=1: the
 #        compiled part alone with stage 2's Conv1d weights channels-last (no cuDNN NCHW<->NHWC transforms);
+#   PP:  (a fresh machine: U0 first) benchmarks/gpu_profile.py --part planar at the 160-frame bucket, fp16: stage 2
+#        compiled as the engine compiles it, 1-D against planar (2-D convolutions on [B, C, 1, T], inductor's layout
+#        optimisation forced: channels-last end to end), each captured, replayed interleaved at 16, 8 and 2 rows, their
+#        audio compared, each profiled (twenty-first pass); BENCH=1: both with cudnn.benchmark on;
+#   DBP: (after CBP, or a fresh machine: U0 first) D's doctor on CBP's setting: parity of the planar stage 2 and of a
+#        batch of 16 in one call;
 #   PM:  (after CM) P's pool report for CM's engine (fused fp16, batch_frames 1024), largest first, with each capture's
 #        own peak and the process's memory by NVML step by step; PYTORCH_CUDA_ALLOC_CONF as set (TAG names the file).
 #   CE:  (a fresh machine: U0 first) unpack, then CM with frames [64, 128, 192, 256, 512] (CL's lean list, but the
@@ -92,6 +98,10 @@ measure() { config=$1; (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEA
   --data-dir $pack/data --engine torch-cuda $config --runs 256 --warmup 10 --budget-s 60 --concurrency 1,4,16 \
   --requests 256 --wavs "$OUT"/wavs-$step --out "$OUT"/gpu-table-$step.json) 2>&1 \
   | quiet; }
+prof() { limit=$1; shift; (cd "$code" && PYTHONPATH=$code:$pack/site timeout "$limit" python3 \
+  benchmarks/gpu_profile.py --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx \
+  --vocab $pack/data/vocab.json --kmodel-cache $pack/kmodel.pt --precision fp16 --frames 160 \
+  --results "$OUT"/profile-fp16 "$@") 2>&1 | quiet; }  # stage 2 in fp16 at the 160-frame bucket (PF, PP)
 pool() { limit=$1; shift; (cd "$code" && PYTHONPATH=$code:$pack/site timeout "$limit" python3 benchmarks/gpu_torch_pool.py \
   --data-dir $pack/data "$@") 2>&1 | quiet; }
 pack_cache() {  # inductor's cache as 15 MiB parts in $OUT; a step's wavs make room where the parts need it
@@ -104,7 +114,7 @@ IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CRE|DH|DC|DR|CM|CL|CX|CE|PM|R|PF|HC)
+T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CRE|DH|DC|DR|DBP|CM|CL|CX|CE|PM|R|PF|PP|HC)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -129,13 +139,11 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CRE|DH|DC|DR|CM|CL|CX|CE|PM|R|PF|HC)
   R) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_compile_rows.py \
       --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx --vocab $pack/data/vocab.json \
       --budget-s $((${MEASURE_S:-540} - 15)) --probe ${VARIANTS:+--variants $VARIANTS} ${ROWS:+--rows $ROWS} --out "$OUT"/gpu-compile-rows.json) 2>&1 | quiet ;;
-  PF) prof() { limit=$1; shift; (cd "$code" && PYTHONPATH=$code:$pack/site timeout "$limit" python3 \
-      benchmarks/gpu_profile.py --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx \
-      --vocab $pack/data/vocab.json --kmodel-cache $pack/kmodel.pt --precision fp16 --frames 160 \
-      --results "$OUT"/profile-fp16 "$@") 2>&1 | quiet; }
-    if [ "${CL:-0}" = 1 ]; then prof 400 --part compile --batches 16,8,2 --channels-last  # PF's compile, weights NHWC
+  PF) if [ "${CL:-0}" = 1 ]; then prof 400 --part compile --batches 16,8,2 --channels-last  # PF's compile, weights NHWC
     else prof 220 --part profile --batches 2,8,16 && prof 330 --part compile --batches 16,8,2; fi
     prof 60 --part report --out "$OUT"/gpu-profile-fp16${CL:+-cl$CL}.json ;;
+  PP) prof "${MEASURE_S:-540}" --part planar --batches 16,8,2 --runs 40 ${BENCH:+--cudnn-benchmark} && prof 60 \
+      --part report --out "$OUT"/gpu-profile-fp16-planar${BENCH:+-cudnn-benchmark}.json ;;
   HC) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-300}" python3 benchmarks/host_ceiling.py \
       --data-dir $pack/data --model $pack/data/kokoro-v1.0.int8.onnx --out "$OUT"/host-ceiling.json) 2>&1 | quiet ;;
   CL|CE|CRE) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/$step.yaml" ;;
@@ -146,8 +154,8 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CRE|DH|DC|DR|CM|CL|CX|CE|PM|R|PF|HC)
   H) measure "--config $pack/fp16.yaml" ;;
   PM) pool 500 --config $pack/CM.yaml --out "$OUT"/pool-CM${TAG:-}.json ;;
   P) for order in largest smallest; do pool 150 --order $order --out "$OUT"/pool-$order.json; done ;;
-  D|DH|DC|DR) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
-      --engine torch-cuda --config "$pack/$(case $step in DH) echo fp16;; DC) echo C;; DR) echo CR;; *) echo eager;; esac).yaml" \
+  D|DH|DC|DR|DBP) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
+      --engine torch-cuda --config "$pack/$(case $step in DH) echo fp16;; DC) echo C;; DR) echo CR;; DBP) echo CBP;; *) echo eager;; esac).yaml" \
       --data-dir $pack/data --runs 20) 2>&1 | quiet ;;
   *) measure "" ;;  # T
   esac ;;

@@ -21,7 +21,10 @@ every other GPU engine, and doctor holds its audio to the CPU reference the same
 * ``compile`` (``engine.torch_compile``): both stages compiled by inductor once, with dynamic shapes, so the
   bucket shapes share one compile (each LSTM is a graph break, dynamo does not trace RNNs, so it runs as
   PyTorch's own kernel between fused parts). A compiled engine has no row bucket below two: a lone sentence
-  runs as a pair, its row repeated (``paired_rows``);
+  runs as a pair, its row repeated (``paired_rows``). Its stage 2 is planar (2-D convolutions, compiled
+  channels-last: no NCHW<->NHWC transforms around cuDNN's fp16 kernels) and cuDNN times its algorithms per
+  shape: stage 2 of 16 rows 25.0 -> 23.0 ms, of 8 rows 17.7 -> 14.7, a pair 7.7 -> 7.9 (an H100, 2026-12-06,
+  docs/BENCHMARKS.md, twenty-first pass);
 * ``graphs`` (on CUDA): each shape's stage captured once into one memory pool shared by every shape, its
   outputs copied inside the graph into the flat output buffers (outside the pool), so that a capture's
   intermediates are free for the next capture to reuse. That is safe because replays never overlap (one lock,
@@ -109,7 +112,9 @@ class TorchGraphEngine:
         self._used_before = None if self._device_index is None else device_used_bytes(self._device_index)
         stage1, stage2 = stage1.to(self._device).eval(), stage2.to(self._device).eval()
         self.weights_bytes = _unique_bytes(stage1, stage2)
-        self._stages = (_compiled(stage1), _compiled(stage2)) if compile else (stage1, stage2)
+        # A planar stage 2 (``reference.BatchedVocoder``'s ``planar``) is compiled channels-last.
+        self._stages = ((_compiled(stage1), _compiled(stage2, channels_last=getattr(stage2, "planar", False)))
+                        if compile else (stage1, stage2))
         self.stage2_tokens = buckets.tokens[-1]
         """Stage 2 takes every row's tokens padded to the largest bucket. It uses tokens only in two matrix products
         with the alignment (the rest is per frame), so padding costs it little, and the token buckets need no
@@ -152,7 +157,8 @@ class TorchGraphEngine:
     @property
     def replay(self) -> str:
         """How the stages run, for logs and doctor."""
-        how = "inductor-compiled (a lone sentence as a pair)" if self.compiled else "eager"
+        how = ("inductor-compiled (a lone sentence as a pair; stage 2 planar, channels-last)" if self.compiled
+               else "eager")
         return (f"{how}, {'one CUDA graph per shape in one pool' if self.graphs else 'no CUDA graphs'}; "
                 f"{len(self.shapes1)} + {len(self.shapes2)} bucket shapes")
 
@@ -360,13 +366,16 @@ class TorchGraphEngine:
             torch.cuda.empty_cache()
 
 
-def _compiled(module: torch.nn.Module) -> Callable[..., Any]:
+def _compiled(module: torch.nn.Module, channels_last: bool = False) -> Callable[..., Any]:
     """``module`` under inductor with dynamic shapes: one compile serves every bucket (no bucket has one row:
-    ``paired_rows``); the limit is raised so no bucket falls back to eager."""
+    ``paired_rows``); the limit is raised so no bucket falls back to eager.
+
+    ``channels_last``: inductor's layout optimisation forced on (a planar stage 2's convolutions and the work
+    around them in NHWC). Inductor decides it by itself only for static shapes."""
     import torch._dynamo
 
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
-    return torch.compile(module, dynamic=True)
+    return torch.compile(module, dynamic=True, options={"force_layout_optimization": True} if channels_last else None)
 
 
 def _unique_bytes(*modules: torch.nn.Module) -> int:
@@ -393,17 +402,23 @@ def create_torch_engine(settings: Settings, assets: ModelAssets, device: str | N
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise EngineError("the torch-cuda engine found no CUDA device: this PyTorch is a CPU build or the driver "
                           "is missing (wyoming-fasttts doctor says which)")
+    cuda = device.startswith("cuda")
+    compiled = eng.torch_compile and cuda
     kmodel = reference.build_kmodel(assets.model, load_vocab(assets.vocab), deterministic=True)
     stage1 = reference.BatchedDurations(kmodel)
-    stage2 = reference.BatchedVocoder(kmodel, eng.precision)
+    stage2 = reference.BatchedVocoder(kmodel, eng.precision, planar=compiled)
     chosen = eng.buckets
     buckets = Buckets.for_limits(settings.scheduler.max_batch, eng.max_tokens, eng.max_frames, eng.batch_frames,
                                  rows=chosen.rows, tokens=chosen.tokens, frames=chosen.frames)
-    cuda = device.startswith("cuda")
-    if eng.torch_compile and cuda:
+    if compiled:
+        # cuDNN times its algorithms for each convolution shape as warm-up first runs it (the captured graphs keep
+        # the picks): its heuristics alone chose a generic kernel for one NHWC shape of the planar stage 2 that took
+        # 95 ms at 8 rows, and with the timing stage 2 at 8 rows took 14.7 ms (1-D: 17.7 -> 15.5), an H100,
+        # 2026-12-06, docs/BENCHMARKS.md, twenty-first pass.
+        torch.backends.cudnn.benchmark = True
         # Inductor's kernels beside the TensorRT plans (engine_dir), not in /tmp where they are lost with a
         # reboot: a restart that found them started in 96-122 s instead of 337 (an H100, 2026-12-05,
         # docs/BENCHMARKS.md, fourteenth pass). A TORCHINDUCTOR_CACHE_DIR the user set wins.
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(eng.engine_path / "inductor"))
     return TorchGraphEngine(stage1, stage2, buckets=buckets, tail_frames=eng.tail_frames, device=device,
-                            compile=eng.torch_compile and cuda, graphs=cuda)
+                            compile=compiled, graphs=cuda)

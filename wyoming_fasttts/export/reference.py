@@ -318,8 +318,16 @@ def _instance_norm(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-5) -> to
     return centred / torch.sqrt((centred * centred).sum(dim=-1, keepdim=True) / count + eps)
 
 
+def _per_channel(v: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """A per-channel value ([B, C] or [1, C, 1]) broadcastable against ``x``: [B, C, T], or [B, C, 1, T] in a
+    planar stage 2 (``BatchedVocoder``'s ``planar``). Unsqueezed, as the export always traced it."""
+    for _ in range(x.dim() - v.dim()):
+        v = v.unsqueeze(-1)
+    return v
+
+
 def _adain(norm: nn.Module, x: torch.Tensor, s: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    gamma, beta = norm.fc(s).unsqueeze(-1).chunk(2, dim=1)
+    gamma, beta = _per_channel(norm.fc(s), x).chunk(2, dim=1)
     if x.dtype == torch.float32:
         return ((1 + gamma) * _instance_norm(x, mask) + beta) * mask
     return _adain_half(x, gamma, beta, mask)
@@ -343,8 +351,8 @@ def _adain_half(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, mask: 
 
 
 def _upsample2(x: torch.Tensor) -> torch.Tensor:
-    """Nearest-neighbour x2 along time without Resize."""
-    return x.unsqueeze(-1).expand(-1, -1, -1, 2).reshape(x.shape[0], x.shape[1], -1)
+    """Nearest-neighbour x2 along time (the last axis) without Resize."""
+    return x.unsqueeze(-1).expand(*[-1] * x.dim(), 2).reshape(*x.shape[:-1], -1)
 
 
 def _adain_resblk(block: nn.Module, x: torch.Tensor, s: torch.Tensor, mask_in: torch.Tensor,
@@ -365,6 +373,7 @@ def _adain_resblk(block: nn.Module, x: torch.Tensor, s: torch.Tensor, mask_in: t
 def _snake(x: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
     if alpha.dtype != x.dtype:  # fp16 stage 2: the export folds this cast of a parameter into the constant
         alpha = alpha.to(x.dtype)
+    alpha = _per_channel(alpha, x)
     return x + (1 / alpha) * torch.sin(alpha * x) ** 2
 
 
@@ -525,6 +534,105 @@ def _half_convolutions(part: nn.Module) -> nn.Module:
     return half
 
 
+class _PlanarConv(nn.Module):
+    """A Conv1d or ConvTranspose1d as its 2-D twin over [B, C, 1, T] (a kernel one step high): the same sums."""
+
+    def __init__(self, conv: nn.Conv1d | nn.ConvTranspose1d) -> None:
+        super().__init__()
+        if not isinstance(conv.padding, tuple) or conv.padding_mode != "zeros":
+            raise ValueError(f"{conv}: only zero padding of fixed size has a planar twin here")
+        self.transposed = isinstance(conv, nn.ConvTranspose1d)
+        self.weight = nn.Parameter(conv.weight.detach().unsqueeze(2), requires_grad=False)
+        self.bias = None if conv.bias is None else nn.Parameter(conv.bias.detach(), requires_grad=False)
+        self.stride, self.padding, self.dilation = (1, conv.stride[0]), (0, conv.padding[0]), (1, conv.dilation[0])
+        self.groups, self.output_padding = conv.groups, (0, conv.output_padding[0])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.transposed:
+            return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                      self.groups, self.dilation)
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class _PlanarUpsample(nn.Module):
+    """``AdainResBlk1d``'s ``pool`` (a depthwise ConvTranspose1d: kernel 3, stride 2, padding 1, output padding 1)
+    as the elementwise sums it is: y[2m] = w1 x[m] + b, y[2m + 1] = w0 x[m + 1] + w2 x[m] + b.
+
+    Why: cuDNN's grouped kernels are its slow ones. With NHWC operands (channels-last weights, the twentieth pass)
+    it picked a grouped direct kernel that took 95 ms at 8 rows, where this is three multiply-adds that inductor
+    fuses into the elementwise work around it."""
+
+    def __init__(self, conv: nn.ConvTranspose1d) -> None:
+        super().__init__()
+        weight = conv.weight.detach()[:, 0]                                             # [C, 3]
+        self.taps = nn.Parameter(weight.T.reshape(3, 1, -1, 1, 1).contiguous(), requires_grad=False)
+        bias = conv.bias.detach() if conv.bias is not None else torch.zeros_like(weight[:, 0])
+        self.bias = nn.Parameter(bias.reshape(1, -1, 1, 1), requires_grad=False)
+
+    @staticmethod
+    def fits(conv: nn.Module) -> bool:
+        return (isinstance(conv, nn.ConvTranspose1d) and conv.kernel_size == (3,) and conv.stride == (2,)
+                and conv.padding == (1,) and conv.output_padding == (1,) and conv.dilation == (1,)
+                and conv.groups == conv.in_channels == conv.out_channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w0, w1, w2 = self.taps
+        following = F.pad(x[..., 1:], (0, 1))
+        even = x * w1 + self.bias
+        odd = following * w0 + x * w2 + self.bias
+        return torch.stack([even, odd], dim=-1).reshape(*x.shape[:-1], -1)
+
+
+_FEW_CHANNELS = 32
+"""A convolution with fewer channels than this on either side stays 1-D in a planar stage 2 (``_FlatConv``)."""
+
+
+class _FlatConv(nn.Module):
+    """A Conv1d left 1-D inside a planar stage 2: [B, C, 1, T] in and out, the convolution itself on [B, C, T].
+
+    For the convolutions with a side of few channels (the F0 and noise convolutions, 1 and 22 channels;
+    ``conv_post``'s 22; the prosody projections' 1): in NHWC cuDNN picked a generic grouped direct kernel for
+    one of them that took 95 of a batch of 8's 109 ms (an H100, 2026-12-06, docs/BENCHMARKS.md, twenty-first
+    pass). In NCHW they run as they always did, and they are a small share of the work."""
+
+    def __init__(self, conv: nn.Conv1d) -> None:
+        super().__init__()
+        self.conv = conv
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x.squeeze(2)).unsqueeze(2)
+
+
+def _planar_convolutions(part: nn.Module) -> nn.Module:
+    """``part`` with every Conv1d / ConvTranspose1d replaced by its 2-D twin (``_PlanarConv``, ``_PlanarUpsample``)
+    or, where it has few channels, wrapped (``_FlatConv``), in place (a part that is one, e.g.
+    ``predictor.F0_proj``, is returned replaced); ``BatchedVocoder(planar=True)`` runs it on [B, C, 1, T]
+    activations."""
+    def planar(module: nn.Module) -> nn.Module | None:
+        if _PlanarUpsample.fits(module):
+            return _PlanarUpsample(module)  # type: ignore[arg-type]
+        if not isinstance(module, (nn.Conv1d, nn.ConvTranspose1d)):
+            return None
+        if isinstance(module, nn.Conv1d) and min(module.in_channels, module.out_channels) < _FEW_CHANNELS:
+            return _FlatConv(module)
+        return _PlanarConv(module)
+
+    for module in list(part.modules()):
+        for name, child in list(module.named_children()):
+            if (twin := planar(child)) is not None:
+                setattr(module, name, twin)
+    return planar(part) or part
+
+
+def _stage2_copy(precision: str, planar: bool) -> Callable[[nn.Module], nn.Module] | None:
+    """How stage 2 takes its parts from the KModel: shared as they are (float32, 1-D), else a converted copy."""
+    if not planar:
+        return _half_convolutions if precision == "fp16" else None
+    if precision == "fp16":
+        return lambda part: _planar_convolutions(_half_convolutions(part))
+    return lambda part: _planar_convolutions(copy.deepcopy(part))
+
+
 class BatchedVocoder(_Batched):
     """Stage 2: host-built alignment and stage-1 features -> audio of every row, with its length.
 
@@ -534,31 +642,38 @@ class BatchedVocoder(_Batched):
     radians, whose sine fp16 cannot resolve) with its STFT and atan phase, and the tail (``exp`` of the
     log-magnitude overflows fp16 past 11, the iSTFT). Inputs and outputs stay float32 either way, so
     engines, buffers and TensorRT profiles are the same for both.
+
+    ``planar=True`` runs the vocoder's convolutions as 2-D ones on [B, C, 1, T] activations (the source and the
+    STFT stay 1-D): the same sums, for inductor, whose layout optimisation makes only 2-D convolutions and the
+    elementwise work around them channels-last (NHWC, cuDNN's layout for fp16 tensor cores). With 1-D
+    convolutions cuDNN wraps each call in an NCHW->NHWC and an NHWC->NCHW transform: 6.3 of the 22.6 ms of a
+    fused fp16 stage 2 of 16 rows (an H100, 2026-12-06, docs/BENCHMARKS.md, twentieth pass). Not exported.
     """
 
-    def __init__(self, kmodel: nn.Module, precision: str = "fp32") -> None:
+    def __init__(self, kmodel: nn.Module, precision: str = "fp32", planar: bool = False) -> None:
         check_precision(precision)
-        super().__init__(kmodel, _STAGE2_PARTS, _STAGE2_LSTMS, _half_convolutions if precision == "fp16" else None)
+        super().__init__(kmodel, _STAGE2_PARTS, _STAGE2_LSTMS, _stage2_copy(precision, planar))
         self.dtype = torch.float16 if precision == "fp16" else torch.float32
+        self.planar = planar
 
     def forward(self, alignment: torch.Tensor, d: torch.Tensor, t_en: torch.Tensor, style: torch.Tensor,
                 frames: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """alignment [B, T, F] (row b: one-hot columns for its first ``frames[b]`` frames, zeros after),
         d [B, T, 640], t_en [B, 512, T], style [B, 256], frames [B] int64 ->
         audio [B, 600 F] (zeros past each row's end), audio_lengths [B] = 600 frames."""
-        k, dt = self.k, self.dtype
+        k = self.k
         n_frames = alignment.shape[2]
-        m1, m2 = _mask(frames, n_frames, dt), _mask(2 * frames, 2 * n_frames, dt)
+        m1, m2 = self._mask(frames, n_frames), self._mask(2 * frames, 2 * n_frames)
         s_pred, s_dec = style[:, STYLE_SPLIT:], style[:, :STYLE_SPLIT]
         en = torch.matmul(d.transpose(-1, -2), alignment)
         shared = self.lstm("predictor.shared", en.transpose(-1, -2), frames).transpose(-1, -2)
-        shared = self._to(shared)
+        shared = self._lift(self._to(shared))
         f0 = self._prosody(k.predictor.F0, k.predictor.F0_proj, shared, s_pred, m1, m2)
         noise = self._prosody(k.predictor.N, k.predictor.N_proj, shared, s_pred, m1, m2)
         dec = k.decoder
-        asr = self._to(torch.matmul(t_en, alignment))   # one-hot columns: the same as casting t_en first
-        f0_down = dec.F0_conv(f0.unsqueeze(1)) * m1
-        noise_down = dec.N_conv(noise.unsqueeze(1)) * m1
+        asr = self._lift(self._to(torch.matmul(t_en, alignment)))   # one-hot columns: the same as casting t_en first
+        f0_down = dec.F0_conv(self._lift(f0.unsqueeze(1))) * m1
+        noise_down = dec.N_conv(self._lift(noise.unsqueeze(1))) * m1
         x = _adain_resblk(dec.encode, torch.cat([asr, f0_down, noise_down], dim=1), s_dec, m1, m1)
         asr_res = dec.asr_res(asr)
         mask = m1
@@ -574,15 +689,26 @@ class BatchedVocoder(_Batched):
         """``x`` in the activations' dtype (no op, and no graph node, in float32)."""
         return x if x.dtype == self.dtype else x.to(self.dtype)
 
-    @staticmethod
-    def _prosody(blocks: nn.ModuleList, proj: nn.Module, x: torch.Tensor, s: torch.Tensor,
+    def _lift(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, C, T] -> the activations' rank: [B, C, 1, T] where ``planar``."""
+        return x.unsqueeze(2) if self.planar else x
+
+    def _lower(self, x: torch.Tensor) -> torch.Tensor:
+        """The activations' rank -> [B, C, T]."""
+        return x.squeeze(2) if self.planar else x
+
+    def _mask(self, lengths: torch.Tensor, size: int | torch.Tensor) -> torch.Tensor:
+        """``_mask`` in the activations' dtype and rank."""
+        return self._lift(_mask(lengths, size, self.dtype))
+
+    def _prosody(self, blocks: nn.ModuleList, proj: nn.Module, x: torch.Tensor, s: torch.Tensor,
                  m1: torch.Tensor, m2: torch.Tensor) -> torch.Tensor:
         mask = m1
         for block in blocks:
             out_mask = m2 if block.upsample_type != "none" else mask
             x = _adain_resblk(block, x, s, mask, out_mask)
             mask = out_mask
-        return (proj(x) * m2).squeeze(1)
+        return self._lower(proj(x) * m2).squeeze(1)
 
     def _generator(self, x: torch.Tensor, s: torch.Tensor, f0: torch.Tensor,
                    steps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -592,27 +718,27 @@ class BatchedVocoder(_Batched):
         """
         gen = self.k.decoder.generator
         stft: ShippedSTFT = gen.stft
-        dt = self.dtype
         upsample = gen.m_source.l_sin_gen.original.upsample_scale
         n_samples = steps * upsample
         source = self._source(f0 if f0.dtype == torch.float32 else f0.float(), steps)
         har = torch.cat(stft.spectrum(self._reflect_pad(source, n_samples, stft.pad)), dim=1)
         n_spec = n_samples // stft.hop + 1
-        har = self._to(har * _mask(n_spec, har.shape[2]))
+        har = self._lift(self._to(har * _mask(n_spec, har.shape[2])))
         lengths = steps
         for i in range(gen.num_upsamples):
-            x = F.leaky_relu(x, 0.1) * _mask(lengths, x.shape[2], dt)
+            x = F.leaky_relu(x, 0.1) * self._mask(lengths, x.shape[-1])
             last = i == gen.num_upsamples - 1   # its output gains one step of reflection padding
-            lengths = n_spec if last else lengths * gen.ups[i].stride[0]
-            mask = _mask(lengths, x.shape[2] * gen.ups[i].stride[0] + (1 if last else 0), dt)
+            stride = gen.ups[i].stride[-1]
+            lengths = n_spec if last else lengths * stride
+            mask = self._mask(lengths, x.shape[-1] * stride + (1 if last else 0))
             x_source = _adain_resblock1(gen.noise_res[i], gen.noise_convs[i](har), s, mask)
             x = gen.ups[i](x)
             if last:
-                x = gen.reflection_pad(x)
+                x = F.pad(x, (1, 0, 0, 0), mode="reflect") if self.planar else gen.reflection_pad(x)
             x = x + x_source
             blocks = gen.resblocks[i * gen.num_kernels:(i + 1) * gen.num_kernels]
             x = sum(_adain_resblock1(b, x, s, mask) for b in blocks) / gen.num_kernels
-        x = gen.conv_post(F.leaky_relu(x) * mask)
+        x, mask = self._lower(gen.conv_post(F.leaky_relu(x) * mask)), self._lower(mask)
         if x.dtype != torch.float32:
             x, mask = x.float(), mask.float()
         bins = gen.post_n_fft // 2 + 1
