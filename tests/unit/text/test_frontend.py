@@ -1571,6 +1571,9 @@ def test_values_as_home_assistant_templates_print_them() -> None:
     assert normalize("已运行 3 days, 4:05:06.123456") == "已运行三天四小时五分六秒"
     assert normalize("客厅温度 unavailable ℃，湿度 45%") == "客厅温度不可用，湿度百分之四十五"
     assert normalize("电量 unknown %") == "电量未知"
+    assert normalize("客厅湿度：N/A") == "客厅湿度，不可用"  # a card's N/A (had been N A)
+    assert normalize("温度 n/a ℃") == "温度不可用"
+    assert normalize("N/A for this device") == "N A for this device"
     # Near-misses: a time range after a date (no offset), an English sentence, a date and a clock without seconds.
     assert normalize("2026-12-05 21:30-22:00 会议") == "二零二六年十二月五日二十一点三十分到二十二点会议"
     assert normalize("The state is unknown") == "The state is unknown"
@@ -1583,7 +1586,7 @@ def test_values_as_home_assistant_templates_print_them() -> None:
     assert normalize("风向 NW，风速 3 m/s") == "风向西北，风速三米每秒"
     assert normalize("今天风向 E 风力 3 级") == "今天风向东，风力三级"
     assert normalize("风向 Nest") == "风向Nest"  # a word, no point
-    assert normalize("风向 N/A") == "风向N A"  # no value, no point
+    assert normalize("风向 N/A") == "风向不可用"  # no value, not the point N
     assert normalize("上次 2026-12-06 07:51") == "上次二零二六年十二月六日七点五十一分"
 
 
