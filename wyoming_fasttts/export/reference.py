@@ -558,9 +558,8 @@ class _PlanarUpsample(nn.Module):
     """``AdainResBlk1d``'s ``pool`` (a depthwise ConvTranspose1d: kernel 3, stride 2, padding 1, output padding 1)
     as the elementwise sums it is: y[2m] = w1 x[m] + b, y[2m + 1] = w0 x[m + 1] + w2 x[m] + b.
 
-    Why: cuDNN's grouped kernels are its slow ones. With NHWC operands (channels-last weights, the twentieth pass)
-    it picked a grouped direct kernel that took 95 ms at 8 rows, where this is three multiply-adds that inductor
-    fuses into the elementwise work around it."""
+    Why: a depthwise convolution is one of cuDNN's grouped ones, which have no tensor-core kernels, while this is
+    three multiply-adds that inductor fuses into the elementwise work around it."""
 
     def __init__(self, conv: nn.ConvTranspose1d) -> None:
         super().__init__()
@@ -591,9 +590,12 @@ class _FlatConv(nn.Module):
     """A Conv1d left 1-D inside a planar stage 2: [B, C, 1, T] in and out, the convolution itself on [B, C, T].
 
     For the convolutions with a side of few channels (the F0 and noise convolutions, 1 and 22 channels;
-    ``conv_post``'s 22; the prosody projections' 1): in NHWC cuDNN picked a generic grouped direct kernel for
-    one of them that took 95 of a batch of 8's 109 ms (an H100, 2026-12-06, docs/BENCHMARKS.md, twenty-first
-    pass). In NCHW they run as they always did, and they are a small share of the work."""
+    ``conv_post``'s 22; the prosody projections' 1), which cuDNN's NHWC tensor-core kernels cannot take (they need
+    channels in multiples of 8). They were kept 1-D first for a generic kernel cuDNN chose at 8 rows (95 of 109 ms),
+    which this did not move: it was a wide convolution's, gone once cuDNN times its algorithms. Kept because the
+    planar stage 2 was measured and checked with them so (stage 2 of 16 rows 0.92 x the 1-D one, against 0.88 with
+    every convolution planar on another machine: not told apart; doctor, the server runs; an H100, 2026-12-06,
+    docs/BENCHMARKS.md, twenty-first pass). They are a small share of the work."""
 
     def __init__(self, conv: nn.Conv1d) -> None:
         super().__init__()
