@@ -106,22 +106,32 @@ def test_a_compiled_engine_renders_a_lone_sentence_as_a_pair(setup, monkeypatch)
     """``paired_rows``: with inductor on there is no one-row bucket (dynamo would specialise a size of one into a
     second, slower compile), so a lone sentence runs as a pair, its row repeated and the copy dropped, through
     dynamo's tracing of the stages (its eager backend here: inductor's kernels are the GPU's, measured there). The
-    long sentence's 2 x 256 row-frames exceed ``batch_frames`` (256), yet its pair has a shape of its own."""
+    long sentence's 2 x 256 row-frames exceed ``batch_frames`` (256), yet its pair has a shape of its own. Stage 2
+    as the compiled GPU engine builds it, planar (2-D convolutions, compiled channels-last there), traces and
+    renders the same way."""
     from torch._dynamo.utils import counters
 
     from wyoming_fasttts.backends import torch_cuda
     from wyoming_fasttts.export import reference as ref
 
     engine, reference, items = setup
-    monkeypatch.setattr(torch_cuda, "_compiled", lambda module: torch.compile(module, backend="eager", dynamic=True))
+    layouts: list[bool] = []
+
+    def traced(module: torch.nn.Module, channels_last: bool = False) -> object:
+        layouts.append(channels_last)
+        return torch.compile(module, backend="eager", dynamic=True)
+
+    monkeypatch.setattr(torch_cuda, "_compiled", traced)
     assets = ensure_assets(load_settings(overrides=SMALL).assets)
     kmodel = ref.build_kmodel(assets.model, load_vocab(assets.vocab), deterministic=True)
-    compiled = TorchGraphEngine(ref.BatchedDurations(kmodel), ref.BatchedVocoder(kmodel, "fp32"),
-                                buckets=engine.buckets, tail_frames=0, device="cpu", compile=True, graphs=False)
-    assert engine.buckets.rows == (1, 2) and compiled.buckets.rows == (2,) and compiled.max_batch == 2
-    assert (2, 128, 256) in compiled.shapes2 and (2, 128, 256) not in engine.shapes2
-    counters.clear()
-    for text in (SHORT[1][0], LONG[0]):
-        [(audio, frames)] = compiled.synthesize_batch([items[text]])
-        _same_as_alone(reference, items[text], audio, frames)
-    assert counters["stats"]["unique_graphs"] > 0  # dynamo traced the stages: the pair ran the compiled path
+    for planar in (False, True):
+        compiled = TorchGraphEngine(ref.BatchedDurations(kmodel), ref.BatchedVocoder(kmodel, "fp32", planar=planar),
+                                    buckets=engine.buckets, tail_frames=0, device="cpu", compile=True, graphs=False)
+        assert engine.buckets.rows == (1, 2) and compiled.buckets.rows == (2,) and compiled.max_batch == 2
+        assert (2, 128, 256) in compiled.shapes2 and (2, 128, 256) not in engine.shapes2
+        counters.clear()
+        for text in (SHORT[1][0], LONG[0]):
+            [(audio, frames)] = compiled.synthesize_batch([items[text]])
+            _same_as_alone(reference, items[text], audio, frames)
+        assert counters["stats"]["unique_graphs"] > 0  # dynamo traced the stages: the pair ran the compiled path
+    assert layouts == [False, False, False, True]  # only a planar stage 2 is compiled channels-last
