@@ -210,7 +210,7 @@ def measure(args: argparse.Namespace) -> None:
     inputs = json.loads(Path(args.inputs).read_text())
     eager = Eager(Path(args.model), Path(args.vocab), inputs["items"], args.device)
     report: dict = {"machine": platform.node(), "date": time.strftime("%Y-%m-%d %H:%M"), "text": inputs["text"],
-                    "rows": {}}
+                    "rows": {}, "switch_ms": sys.getswitchinterval() * 1e3}
     try:
         import torch
 
@@ -271,7 +271,11 @@ def main() -> None:
                    help="runs per batch size of the engine alone, after the levels")
     m.add_argument("--out", default="gpu_table.json")
     m.add_argument("--wavs", help="write the server's audio of a few sentences here (for tests/ear.py)")
+    m.add_argument("--switch-ms", type=float, help="the interpreter's GIL switch interval (default 5 ms): how long "
+                   "the engine's thread can wait for the event loop to let the GIL go")
     args = parser.parse_args()
+    if getattr(args, "switch_ms", None):
+        sys.setswitchinterval(args.switch_ms / 1e3)
     if args.cmd == "prepare":
         prepare(Path(args.out), args.voice)
     else:

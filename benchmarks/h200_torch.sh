@@ -67,6 +67,10 @@
 #        benchmark sentence's 139 frames still pad to 192) and expandable segments: the 1.5 GB goal, fourteenth pass;
 #   HC:  (a fresh machine: U0 first) unpack, then benchmarks/host_ceiling.py: the server before a stand-in engine of
 #        fixed cost, clients in the process and in a child: the GPU host's own ceiling (no GPU used);
+#   HCAB: (after U0) HC at CBP's engine costs (an H100's, twenty-first pass) with CBP's preferred batch sizes, clients
+#        in a child at 1, 4 and 16, the checkout's scheduler against an earlier tree's (BASE, carried: a directory
+#        under the checkout with that tree's wyoming_fasttts/ and benchmarks/), PAIRS alternating pairs: a server
+#        change's effect on the GPU host's CPU, side by side (twenty-second pass);
 #   IC:  (after a compiled step, same machine) inductor's cache as inductor.tar.xz.N parts of 15 MiB: kept here under
 #        .gpu/ic/ and carried (with any call before the compiled step), a fresh machine's compiled step starts with
 #        it (the fourteenth pass: 337 s to start without, 96-122 s with). Inductor keys its cache on the compiled
@@ -83,6 +87,8 @@
 # Each step leaves gpu-table-STEP.json (since the fifteenth pass with the scheduler's batches per load level and the
 # engine alone by batch size; since 2026-12-05 evening each level also with its clients in a child process, as a
 # user's are elsewhere: "load_from_child"), its log and the server's wavs for the ear in $OUT.
+# SWITCH_MS=N: a measured step's server with the interpreter's GIL switch interval at N ms (gpu_table.py --switch-ms;
+# twenty-second pass: 1 and 20 against the default 5).
 # usage (from the checkout's root): bash benchmarks/h200_torch.sh STEP   (.gpu/code is not needed: the tree travels)
 set -uo pipefail
 step=$1 pack=/opt/pack root=$PWD code=$PWD  # the working tree travels with every call
@@ -96,7 +102,7 @@ quiet() { grep -v -i -E "warn|^  (super|WeightNorm)" | tee -a "$log"; }  # a ste
 measure() { config=$1; (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_table.py measure \
   --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx --vocab $pack/data/vocab.json \
   --data-dir $pack/data --engine torch-cuda $config --runs 256 --warmup 10 --budget-s 60 --concurrency 1,4,16 \
-  --requests 256 --wavs "$OUT"/wavs-$step --out "$OUT"/gpu-table-$step.json) 2>&1 \
+  --requests 256 ${SWITCH_MS:+--switch-ms $SWITCH_MS} --wavs "$OUT"/wavs-$step --out "$OUT"/gpu-table-$step.json) 2>&1 \
   | quiet; }
 prof() { limit=$1; shift; (cd "$code" && PYTHONPATH=$code:$pack/site timeout "$limit" python3 \
   benchmarks/gpu_profile.py --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx \
@@ -114,7 +120,7 @@ IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CRE|DH|DC|DR|DBP|CM|CL|CX|CE|PM|R|PF|PP|HC)
+T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CRE|DH|DC|DR|DBP|CM|CL|CX|CE|PM|R|PF|PP|HC|HCAB)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -146,6 +152,11 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CRE|DH|DC|DR|DBP|CM|CL|CX|CE|PM|R|PF|PP|HC)
       --part report --out "$OUT"/gpu-profile-fp16-planar${BENCH:+-cudnn-benchmark}.json ;;
   HC) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-300}" python3 benchmarks/host_ceiling.py \
       --data-dir $pack/data --model $pack/data/kokoro-v1.0.int8.onnx --out "$OUT"/host-ceiling.json) 2>&1 | quiet ;;
+  HCAB) for k in $(seq "${PAIRS:-3}"); do for tree in "$BASE" .; do (cd "$code/$tree" && PYTHONPATH=$code/$tree:$pack/site \
+      timeout 120 python3 benchmarks/host_ceiling.py --data-dir $pack/data --model $pack/data/kokoro-v1.0.int8.onnx \
+      --costs 1:13.3,2:13.3,4:16.2,8:22.6,16:34.7 --set 'scheduler.preferred_batch_sizes=[4, 8, 16]' --clients 1,4,16 \
+      --where "child process" --out "$OUT/host-ceiling-ab-$k-$(basename "$(realpath "$tree")").json") 2>&1 \
+      | grep QPS | sed "s|^|$tree $k: |" | tee -a "$log"; done; done ;;
   CL|CE|CRE) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/$step.yaml" ;;
   CX) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml" ;;
   C|CM|CW|CF|CR|CB|CBP) measure "--config $pack/$step.yaml" ;;

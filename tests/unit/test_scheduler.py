@@ -305,6 +305,35 @@ def test_sentences_queued_behind_a_batch_wait_for_its_clients_from_its_end() -> 
     assert engine.batches[-1] == [22, 23, 24, 25]
 
 
+def test_sentences_that_waited_through_a_batch_leave_at_once_as_a_preferred_size() -> None:
+    """Two sentences queue behind a running pair; when it ends they already make a preferred size (2) and leave at
+    once, without waiting (a minute here: the wait_for would fail) for the pair's clients, who are not back: as
+    16 GPU clients run in two groups of 8, one queued while the other renders."""
+    engine = GatedEngine(max_batch=4)
+    scheduler = Scheduler(engine, _settings(max_queue_delay_ms=60_000.0, preferred_batch_sizes=[2, 4]))
+    scheduler.start()
+
+    async def body() -> None:
+        blocker = asyncio.create_task(scheduler.synthesize(_item(1)))
+        await _started(engine)
+        first = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (5, 6)]
+        await _queued(scheduler, 2)
+        engine.gate.set()
+        await asyncio.gather(blocker, *first)  # [1], then [5, 6]: a batch of several
+        await _started(engine)
+        engine.gate.clear()
+        pair = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (20, 21)]
+        await _started(engine)
+        queued = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (22, 23)]
+        await _queued(scheduler, 2)
+        engine.gate.set()
+        await asyncio.gather(*pair)
+        await asyncio.wait_for(asyncio.gather(*queued), timeout=10)
+
+    _run(scheduler, body)
+    assert engine.batches[-2:] == [[20, 21], [22, 23]]
+
+
 class StreamingGatedEngine(GatedEngine):
     """Also streams: each item's ids as three parts, the later two once ``gate`` is open."""
 
