@@ -274,6 +274,30 @@ def test_the_head_waits_only_for_the_sentences_expected_back() -> None:
     assert engine.batches == [[1], [5, 6, 7], [8, 9, 10]]
 
 
+async def _pair_with_two_behind(scheduler: Scheduler, engine: GatedEngine,
+                                before_end: Callable[[], Awaitable[object]] | None = None
+                                ) -> list[asyncio.Task[np.ndarray]]:
+    """A batch of several ([1], then [5, 6]), then the pair [20, 21] running with [22, 23] queued behind it; the
+    pair ends (after ``before_end``) and its results are in. Returns the two queued sentences' tasks."""
+    blocker = asyncio.create_task(scheduler.synthesize(_item(1)))
+    await _started(engine)
+    first = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (5, 6)]
+    await _queued(scheduler, 2)
+    engine.gate.set()
+    await asyncio.gather(blocker, *first)  # [1], then [5, 6]: a batch of several
+    await _started(engine)  # [5, 6]'s start, so the next wait is for the pair's
+    engine.gate.clear()
+    pair = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (20, 21)]
+    await _started(engine)
+    queued = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (22, 23)]
+    await _queued(scheduler, 2)
+    if before_end is not None:
+        await before_end()
+    engine.gate.set()
+    await asyncio.gather(*pair)
+    return queued
+
+
 def test_sentences_queued_behind_a_batch_wait_for_its_clients_from_its_end() -> None:
     """Two sentences queue behind a running pair for longer than the delay; when the pair ends, they wait (up
     to the delay, counted from that end) for the pair's clients to come back, and the four leave together.
@@ -283,21 +307,8 @@ def test_sentences_queued_behind_a_batch_wait_for_its_clients_from_its_end() -> 
     scheduler.start()
 
     async def body() -> None:
-        blocker = asyncio.create_task(scheduler.synthesize(_item(1)))
-        await _started(engine)
-        first = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (5, 6)]
-        await _queued(scheduler, 2)
-        engine.gate.set()
-        await asyncio.gather(blocker, *first)  # [1], then [5, 6]: a batch of several
-        await _started(engine)  # [5, 6]'s start, so the next wait is for the pair's
-        engine.gate.clear()
-        pair = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (20, 21)]
-        await _started(engine)
-        queued = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (22, 23)]
-        await _queued(scheduler, 2)
-        await asyncio.sleep(0.6)  # the queued pair is now past its delay
-        engine.gate.set()
-        await asyncio.gather(*pair)
+        # the queued pair is past its delay when the running one ends
+        queued = await _pair_with_two_behind(scheduler, engine, lambda: asyncio.sleep(0.6))
         back = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (24, 25)]
         await asyncio.wait_for(asyncio.gather(*queued, *back), timeout=10)
 
@@ -314,20 +325,7 @@ def test_sentences_that_waited_through_a_batch_leave_at_once_as_a_preferred_size
     scheduler.start()
 
     async def body() -> None:
-        blocker = asyncio.create_task(scheduler.synthesize(_item(1)))
-        await _started(engine)
-        first = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (5, 6)]
-        await _queued(scheduler, 2)
-        engine.gate.set()
-        await asyncio.gather(blocker, *first)  # [1], then [5, 6]: a batch of several
-        await _started(engine)
-        engine.gate.clear()
-        pair = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (20, 21)]
-        await _started(engine)
-        queued = [asyncio.create_task(scheduler.synthesize(_item(n))) for n in (22, 23)]
-        await _queued(scheduler, 2)
-        engine.gate.set()
-        await asyncio.gather(*pair)
+        queued = await _pair_with_two_behind(scheduler, engine)
         await asyncio.wait_for(asyncio.gather(*queued), timeout=10)
 
     _run(scheduler, body)
