@@ -100,6 +100,8 @@ class _Rules:
         money = _alternation(d["currency_prefix"])
         signs = "".join(sorted({re.escape(symbol[-1]) for symbol in d["currency_prefix"]}))
         cue_before = _alternation(d["digit_cues_before"], whole_latin=True)
+        # A cue word just before a number (a draw's 开奖号码 and 中奖号码 name a list, not a code).
+        self.cue_end = re.compile(rf"(?<![开中]奖)(?:{cue_before})(?:是|为|：|:|\s)*$")
         cue_after = _alternation(d["digit_cues_after"])
         ratio = _alternation(d["ratio_cues"])
         math = "".join(re.escape(s) for s in d["math_symbols"])
@@ -177,9 +179,9 @@ class _Rules:
             # Three or more two-digit numbers set apart by spaces are a list, a pause between them (22 23 24 度
             # had been 二十二二十三二十四度); zero-padded, as lottery draws write them (开奖号码 03 15 22 28 33),
             # each its two digits (they had run together as one code, 零三幺五二二…). Other spaced digits stay one
-            # number's groups (a phone number's 138 2046 7719).
+            # number's groups (a phone number's 138 2046 7719). After a code's cue word they are that code (below).
             (re.compile(r"(?<![\d.:\-])\d{2}(?:[ \t]+\d{2}){2,}(?![\d.:\-])"),
-             _number_list),
+             self._spaced_numbers),
             # A space between a number and the word after it (2 小时, 2026 年, 2-4 天, as LLM replies write; NFKC made
             # U+3000 and NBSP plain spaces) is never said: dropping it once here lets every rule that reads the word
             # after a number (年 after a year, a measure word that takes 两, a range's far end) see that word.
@@ -459,8 +461,9 @@ class _Rules:
             # Seat and car numbers drop a leading zero (05车03A → 五车三A), and keep their 二 (02车 → 二车).
             (re.compile(rf"(?<![\dA-Za-z.\-])(?<!\d[:：])0+(\d{{1,2}})(?=\s*(?:{seat})|[{d['seat_letters']}](?![A-Za-z]))"),
              self._seat),
-            # A dashed model number's later groups are part of it (型号 XQG100-BD14 → XQG幺零零BD幺四).
-            (re.compile(rf"(?:{cue_before})(?:是|为|：|:|\s)*[A-Z]{{0,3}}-?(?:\d[\d -]*\d|\d)"
+            # A dashed model number's later groups are part of it (型号 XQG100-BD14 → XQG幺零零BD幺四). A draw's
+            # 开奖号码 / 中奖号码 are numbers (开奖号码 12 15 22 had read its first as a code, 幺二，十五…).
+            (re.compile(rf"(?<![开中]奖)(?:{cue_before})(?:是|为|：|:|\s)*[A-Z]{{0,3}}-?(?:\d[\d -]*\d|\d)"
                         r"(?:-[A-Za-z]+\d[A-Za-z\d]*)*"), self._cued),
             (re.compile(rf"(?<![\d.])\d{{3,}}(?:-\d+)*(?=\s*(?:{cue_after}))"), self._digit_string),
             (re.compile(r"(?<![\d.\-])(?:\+86[\s-]*)?(?:1[3-9]\d[\s-]?\d{4}[\s-]?\d{4}|0\d{2,3}(?:-\d{7,8}|[\s-]\d{3,4}[\s-]\d{4})"
@@ -900,6 +903,15 @@ class _Rules:
         (three or more, or a leading zero, one by one like a model number; fewer as a number)."""
         parts = m[2].split(".")
         return m[1] + "点" + "点".join(_read_code(p) if len(p) >= 3 or p[0] == "0" else cardinal(p) for p in parts)
+
+    def _spaced_numbers(self, m: re.Match[str]) -> str:
+        """Spaced two-digit groups: a list (``_number_list``), unless a code's cue word comes just before unpadded
+        ones (号码 12 34 56, 验证码 12 34 56): then the cue's rule reads them as one code, as it reads 验证码 123 456
+        (幺二三四五六). As a list the cue had taken the first group alone (号码幺二，三十四，五十六)."""
+        padded = any(group.startswith("0") for group in m[0].split())
+        if not padded and self.cue_end.search(m.string[max(0, m.start() - 16) : m.start()]):
+            return m[0]
+        return _number_list(m)
 
     def _cued(self, m: re.Match[str]) -> str:
         """型号 KFR-72GW, 订单号 2026…: the code after its cue word, digit by digit. An hour and a colon after it

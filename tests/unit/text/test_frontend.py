@@ -1554,6 +1554,12 @@ def test_primes_are_minutes_and_seconds_and_spaced_two_digit_numbers_a_list() ->
     assert normalize("角度 30°15'") == "角度三十度十五分"
     assert normalize("开奖号码 03 15 22 28 33 蓝球 09") == "开奖号码零三，一五，二二，二八，三三，蓝球零九"
     assert normalize("未来三天温度 22 23 24 度") == "未来三天温度二十二，二十三，二十四度"  # not padded: numbers
+    # After a code's cue word spaced groups are the code, as 验证码 123 456 is (the cue had taken only the first:
+    # 号码幺二，三十四，五十六); a draw's unpadded numbers stay numbers (开奖号码 12 had read as a code).
+    assert normalize("验证码 12 34 56") == "验证码幺二三四五六"
+    assert normalize("我的号码是 12 34 56，请记住") == "我的号码是幺二三四五六，请记住"
+    assert normalize("开奖号码 12 15 22 28 33") == "开奖号码十二，十五，二十二，二十八，三十三"
+    assert normalize("验证码 03 15 22") == "验证码零三，一五，二二"
     assert normalize("湿度 45 50 55%") == "湿度四十五，五十，百分之五十五"
     # Near-misses: quotes around a number, a word's quotes, three groups that are a phone number's.
     assert normalize("回复'1'确认") == "回复一确认"
