@@ -628,11 +628,11 @@ def _planar_convolutions(part: nn.Module) -> nn.Module:
 
 def _stage2_copy(precision: str, planar: bool) -> Callable[[nn.Module], nn.Module] | None:
     """How stage 2 takes its parts from the KModel: shared as they are (float32, 1-D), else a converted copy."""
+    converted = _half_convolutions if precision == "fp16" else None
     if not planar:
-        return _half_convolutions if precision == "fp16" else None
-    if precision == "fp16":
-        return lambda part: _planar_convolutions(_half_convolutions(part))
-    return lambda part: _planar_convolutions(copy.deepcopy(part))
+        return converted
+    first = converted or copy.deepcopy
+    return lambda part: _planar_convolutions(first(part))
 
 
 class BatchedVocoder(_Batched):
