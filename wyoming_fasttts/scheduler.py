@@ -237,8 +237,9 @@ class Scheduler:
         one queued while the other runs, and each batch of 8 had idled the engine for the whole delay waiting for
         the group just answered, which comes back spread over more than the delay. Before a stand-in engine with an
         H100's costs (a batch of 8 in 22.6 ms), on that machine's host, 16 clients went from 279-293 to 340-341 QPS
-        and their p99 from 64-75 to 49-50 ms, 1 and 4 clients unchanged (three alternating pairs,
-        ``benchmarks/host_ceiling.py``; on the GPU 305-320 QPS; docs/BENCHMARKS.md, twenty-second pass).
+        and their p99 from 64-75 to 49-50 ms (three alternating pairs, ``benchmarks/host_ceiling.py``; on the GPU
+        305-320 QPS; docs/BENCHMARKS.md, twenty-second pass). Four clients cannot meet the rule there (three queued
+        behind a batch make no preferred size of [4, 8, 16]) and ran as batches of 4 either way.
         """
         held = min(self._held, len(self._queue), limit)
         if any(size <= held for size in self._settings.preferred_batch_sizes):
