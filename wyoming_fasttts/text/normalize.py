@@ -100,8 +100,11 @@ class _Rules:
         money = _alternation(d["currency_prefix"])
         signs = "".join(sorted({re.escape(symbol[-1]) for symbol in d["currency_prefix"]}))
         cue_before = _alternation(d["digit_cues_before"], whole_latin=True)
-        # A cue word just before a number (a draw's 开奖号码 and 中奖号码 name a list, not a code).
-        self.cue_end = re.compile(rf"(?<![开中]奖)(?:{cue_before})(?:是|为|：|:|\s)*$")
+        # A cue word and what may stand between it and its number; a code's cue (a draw's 开奖号码 and 中奖号码 name a
+        # list of numbers, not a code).
+        cue = rf"(?:{cue_before})(?:是|为|：|:|\s)*"
+        code_cue = rf"(?<![开中]奖){cue}"
+        self.cue_end = re.compile(rf"{code_cue}$")
         cue_after = _alternation(d["digit_cues_after"])
         ratio = _alternation(d["ratio_cues"])
         math = "".join(re.escape(s) for s in d["math_symbols"])
@@ -370,7 +373,7 @@ class _Rules:
              lambda m: cardinal(str(len(m[1])), liang=True) + "星"),
             # An ID number's check letter after its cue (身份证号 11010519491231002X, 身份证后四位 002x) is the
             # letter X; it had been 倍.
-            (re.compile(rf"(?:{cue_before})(?:是|为|：|:|\s)*\d+[xX](?![A-Za-z\d])"),
+            (re.compile(rf"{cue}\d+[xX](?![A-Za-z\d])"),
              lambda m: self._cued(m)[:-1] + "X"),
             # x after a number is 倍 (1.5x → 一点五倍, 2x → 两倍).
             (re.compile(r"(?<![A-Za-z\d.])(\d+(?:\.\d+)?)\s?[xX](?![A-Za-z\d])"), lambda m: m[1] + "倍"),
@@ -463,7 +466,7 @@ class _Rules:
              self._seat),
             # A dashed model number's later groups are part of it (型号 XQG100-BD14 → XQG幺零零BD幺四). A draw's
             # 开奖号码 / 中奖号码 are numbers (开奖号码 12 15 22 had read its first as a code, 幺二，十五…).
-            (re.compile(rf"(?<![开中]奖)(?:{cue_before})(?:是|为|：|:|\s)*[A-Z]{{0,3}}-?(?:\d[\d -]*\d|\d)"
+            (re.compile(rf"{code_cue}[A-Z]{{0,3}}-?(?:\d[\d -]*\d|\d)"
                         r"(?:-[A-Za-z]+\d[A-Za-z\d]*)*"), self._cued),
             (re.compile(rf"(?<![\d.])\d{{3,}}(?:-\d+)*(?=\s*(?:{cue_after}))"), self._digit_string),
             (re.compile(r"(?<![\d.\-])(?:\+86[\s-]*)?(?:1[3-9]\d[\s-]?\d{4}[\s-]?\d{4}|0\d{2,3}(?:-\d{7,8}|[\s-]\d{3,4}[\s-]\d{4})"
