@@ -87,8 +87,6 @@ class Scheduler:
         """When the last batch finished (monotonic): its clients' next sentences come back from then on."""
         self._expected = 0
         """Sentences likely to be back soon after the last batch: its own size plus what was queued then."""
-        self._held = 0
-        """Sentences that were queued when the last batch ended (they waited through it), until a batch is taken."""
 
     # -- client side (event loop) -------------------------------------------------------------------------
 
@@ -211,7 +209,7 @@ class Scheduler:
                 if self._queue:
                     break
             batch = self._pick(limit)
-            self._last_batch, self._held = len(batch), 0
+            self._last_batch = len(batch)
             lease.in_flight += 1
         self._report_depth()
         return lease, batch
@@ -241,7 +239,7 @@ class Scheduler:
         305-320 QPS; docs/BENCHMARKS.md, twenty-second pass). Four clients cannot meet the rule there (three queued
         behind a batch make no preferred size of [4, 8, 16]) and ran as batches of 4 either way.
         """
-        held = min(self._held, len(self._queue), limit)
+        held = min(sum(job.enqueued < self._last_end for job in self._queue), limit)  # queued before it ended
         if any(size <= held for size in self._settings.preferred_batch_sizes):
             return
         delay = self._settings.max_queue_delay_ms / 1000.0
@@ -320,7 +318,6 @@ class Scheduler:
         so no client can be back (and counted twice, as queued and as the batch's) before it is counted."""
         with self._cond:
             self._last_end, self._expected = time.monotonic(), len(batch) + len(self._queue)
-            self._held = len(self._queue)
 
     @staticmethod
     def _stream(engine: StreamingEngine, job: _Job) -> int:
