@@ -37,6 +37,9 @@
 #   CBP: (after CB, or a fresh machine: U0 first) CB with scheduler.preferred_batch_sizes [4, 8, 16]: with [4, 8] the
 #        scheduler stops waiting at 8 and takes 8 of up to 15 queued, so CB's 16 clients ran mostly as batches of 8
 #        (twentieth pass);
+#   CBP1: (after CBP, same machine) CBP with scheduler.workers 1: the engine one batch at a time, its stages' graphs
+#        in one pool, as before the stages were pipelined (twenty-third pass: CBP's default is two slots, a batch's
+#        stage 1 and host step beside the last batch's stage 2);
 #   CRE: (a fresh machine: U0 first) CR's pairs at CE's memory setting (batch_frames 1024, frames [64, 128, 160,
 #        192, 256, 512], expandable segments): the 1.5 GB goal with the faster lone sentence;
 #   CM:  (a fresh machine: U0 first) unpack, then C with engine.batch_frames 1024 (C's fusion, M's shapes: memory).
@@ -120,7 +123,7 @@ IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CRE|DH|DC|DR|DBP|CM|CL|CX|CE|PM|R|PF|PP|HC|HCAB)
+T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|CRE|DH|DC|DR|DBP|CM|CL|CX|CE|PM|R|PF|PP|HC|HCAB)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -141,6 +144,7 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CRE|DH|DC|DR|DBP|CM|CL|CX|CE|PM|R|PF|PP|HC|HCAB)
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 4096\n  buckets:\n    frames: [64, 96, 128, 160, 192, 256, 384, 512, 768]\n' > $pack/CB.yaml
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n  buckets:\n    frames: [64, 128, 160, 192, 256, 512]\n' > $pack/CRE.yaml
   { cat $pack/CB.yaml; printf 'scheduler:\n  preferred_batch_sizes: [4, 8, 16]\n'; } > $pack/CBP.yaml
+  { cat $pack/CBP.yaml; printf '  workers: 1\n'; } > $pack/CBP1.yaml
   case $step in  # the step's run, on the unpacked pack
   R) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_compile_rows.py \
       --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx --vocab $pack/data/vocab.json \
@@ -159,7 +163,7 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CRE|DH|DC|DR|DBP|CM|CL|CX|CE|PM|R|PF|PP|HC|HCAB)
       | grep QPS | sed "s|^|$tree $k: |" | tee -a "$log"; done; done ;;
   CL|CE|CRE) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/$step.yaml" ;;
   CX) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml" ;;
-  C|CM|CW|CF|CR|CB|CBP) measure "--config $pack/$step.yaml" ;;
+  C|CM|CW|CF|CR|CB|CBP|CBP1) measure "--config $pack/$step.yaml" ;;
   CIC) measure "--config $pack/C.yaml"; pack_cache ;;
   E) measure "--config $pack/eager.yaml" ;;
   H) measure "--config $pack/fp16.yaml" ;;

@@ -9,6 +9,8 @@ Costs: ~10 s to build the model, ~1 min to warm four shapes and render, ~35 s fo
 from __future__ import annotations
 
 import importlib.util
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -86,6 +88,39 @@ def test_a_batch_split_over_two_stage_2_calls_keeps_each_row(setup) -> None:
     frames_long = reference.synthesize(items[LONG[0]].ids, items[LONG[0]].style).durations.sum()
     assert 128 < frames_long <= 256
     for item, (audio, frames) in zip(batch, engine.synthesize_batch(batch), strict=True):
+        _same_as_alone(reference, item, audio, frames)
+
+
+def test_a_batch_s_stage_1_runs_while_another_s_stage_2_does_and_each_keeps_its_rows(setup, monkeypatch) -> None:
+    """Two slots: the second batch's stage 1 overwrites stage 1's outputs and inbox while the first batch's stage 2
+    runs on its hand-over copy. The first stage 2 is held until the second stage 1 has run, so the test fails (by
+    its timeout) if the stages cannot overlap, and each row must still be its sentence alone."""
+    engine, reference, items = setup
+    assert engine.slots == 2
+    stage1, stage2 = engine._stages
+    second_stage1_ran, first_stage2_began = threading.Event(), threading.Event()
+
+    def held_stage2(*inputs: torch.Tensor) -> object:
+        if not first_stage2_began.is_set():
+            first_stage2_began.set()
+            assert second_stage1_ran.wait(120), "the second batch's stage 1 did not run beside the first's stage 2"
+        return stage2(*inputs)
+
+    def noted_stage1(*inputs: torch.Tensor) -> object:
+        outputs = stage1(*inputs)
+        if first_stage2_began.is_set():
+            second_stage1_ran.set()
+        return outputs
+
+    monkeypatch.setattr(engine, "_stages", (noted_stage1, held_stage2))
+    first, second = [items[LONG[0]]], [items[text] for text, _ in SHORT]
+    with ThreadPoolExecutor(2) as pool:
+        done_first = pool.submit(engine.synthesize_batch, first)
+        assert first_stage2_began.wait(120)
+        done_second = pool.submit(engine.synthesize_batch, second)
+        results = [*done_first.result(timeout=300), *done_second.result(timeout=300)]
+    assert second_stage1_ran.is_set()
+    for item, (audio, frames) in zip([*first, *second], results, strict=True):
         _same_as_alone(reference, item, audio, frames)
 
 

@@ -25,15 +25,20 @@ every other GPU engine, and doctor holds its audio to the CPU reference the same
   channels-last: no NCHW<->NHWC transforms around cuDNN's fp16 kernels) and cuDNN times its algorithms per
   shape: stage 2 of 16 rows 25.0 -> 23.0 ms, of 8 rows 17.7 -> 14.7, a pair 7.7 -> 7.9 (an H100, 2026-12-06,
   docs/BENCHMARKS.md, twenty-first pass);
-* ``graphs`` (on CUDA): each shape's stage captured once into one memory pool shared by every shape, its
-  outputs copied inside the graph into the flat output buffers (outside the pool), so that a capture's
-  intermediates are free for the next capture to reuse. That is safe because replays never overlap (one lock,
-  one batch at a time) and nothing allocated in a capture outlives it but PyTorch's own per-stream
-  workspaces, which every capture shares by using one capture stream. Measured on an H200 (2026-12-03,
+* ``graphs`` (on CUDA): each shape's stage captured once into one memory pool shared by every shape of that
+  stage, its outputs copied inside the graph into the flat output buffers (outside the pool), so that a capture's
+  intermediates are free for the next capture to reuse. That is safe because a stage's replays never overlap (a
+  lock per stage) and nothing allocated in a capture outlives it but PyTorch's own per-stream workspaces, which
+  every capture of a stage shares by using one capture stream per stage. Measured on an H200 (2026-12-03,
   docs/BENCHMARKS.md, eighth pass, ``benchmarks/gpu_torch_pool.py``): the sharing works, the largest shape's
   capture reserved 1862 MiB and the other 84 added 8 MiB (smallest first: 1960 MiB); but that capture holds
   1.65x the 1129 MiB its shape peaks at run eagerly, and every shape of 2048 row-frames (``batch_frames``) peaks
   there. With weights, buffers and CUDA's own modules the engine takes 3.5 GiB, as ONNX Runtime CUDA does.
+* pipelined stages (``slots`` 2, ``scheduler.workers`` 0 or 2): a batch's stage 1 and host step run while the last
+  batch's stage 2 does, each stage on its own CUDA stream, stage 2 reading copies of what it takes from stage 1
+  (``_hand_over``). Stage 1's graphs then need a pool of their own. On one H100 side by side (2026-12-06,
+  docs/BENCHMARKS.md, twenty-third pass), 16 clients 270.8 QPS one batch at a time (``scheduler.workers: 1``: both
+  stages in one pool, as before) and 340.4 pipelined, p99 63.6 -> 49.0 ms; 456 MiB more device memory.
 
 Measured through Wyoming beside eager PyTorch in one process (docs/BENCHMARKS.md has each pass): eager kernels
 captured (the default), one sentence 22.2-22.3 ms, 109-110 QPS at 16 clients, 9 s to start (an H100, 2026-12-06,
@@ -48,6 +53,7 @@ module unless ``engine.backend`` is ``torch-cuda``.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
@@ -88,16 +94,17 @@ _TOKEN_AXIS = {"d": 1, "t_en": 2}
 """The token axis of the stage-1 outputs stage 2 reads where they lie (d [B, T, 640], t_en [B, 512, T])."""
 _FETCHED = ("durations", "audio")
 """What the host reads back: stage 1's durations for the host step, stage 2's audio."""
+_HANDED = ("d", "t_en", "style")
+"""What stage 2 reads of stage 1's (d and t_en its outputs, style its input) from copies of its own."""
 
 
 class TorchGraphEngine:
     """The reference stages on PyTorch at bucket shapes: compiled (``compile``), each shape replayed as a CUDA
-    graph (``graphs``, CUDA only). One batch at a time: replays share the flat buffers and the memory pool."""
-
-    slots = 1
+    graph (``graphs``, CUDA only). With two ``slots`` (the default) two batches run at once, one in each stage
+    (``synthesize_batch``); with one, a batch at a time and both stages' graphs in one memory pool."""
 
     def __init__(self, stage1: torch.nn.Module, stage2: torch.nn.Module, *, buckets: Buckets, tail_frames: int,
-                 device: str = "cuda:0", compile: bool = True, graphs: bool = True,
+                 device: str = "cuda:0", compile: bool = True, graphs: bool = True, slots: int = 2,
                  name: str = "torch-cuda") -> None:
         self.name, self.tail_frames = name, tail_frames
         self.max_batch = buckets.rows[-1]
@@ -107,7 +114,18 @@ class TorchGraphEngine:
         self.device = str(self._device)
         self.graphs = graphs and cuda
         self.compiled = compile
-        self._lock = threading.Lock()
+        self.slots = min(max(slots, 1), 2)
+        """Batches in flight: one per stage at most (a third would only wait for a stage)."""
+        self._locks = (threading.RLock(), threading.RLock())
+        """Stage 1's and stage 2's. With one slot both are one lock, re-entered for the hand-over, so a batch's
+        stage 1 waits for the last batch's stage 2 and the two stages' graphs may share one pool."""
+        if self.slots == 1:
+            self._locks = (self._locks[0], self._locks[0])
+        self._streams = ((torch.cuda.Stream(self._device), torch.cuda.Stream(self._device))  # type: ignore[no-untyped-call]
+                         if cuda else None)
+        self._handed = torch.cuda.Event() if cuda else None  # type: ignore[no-untyped-call]
+        """Recorded on stage 2's stream once a batch's stage-1 results are copied to stage 2's inputs; the next
+        stage 1 waits for it before it overwrites them."""
         self._device_index = (self._device.index or 0) if cuda else None
         self._used_before = None if self._device_index is None else device_used_bytes(self._device_index)
         stage1, stage2 = stage1.to(self._device).eval(), stage2.to(self._device).eval()
@@ -137,6 +155,9 @@ class TorchGraphEngine:
         self._buf = {k: self._typed(k, self._offsets[k][0], n) if k in self._offsets else
                      torch.zeros(n, dtype=_TORCH_DTYPES[TENSOR_DTYPES[k]], device=self._device)
                      for k, n in largest.items()}
+        self._handoff = {k: torch.zeros(largest[k], dtype=torch.float32, device=self._device) for k in _HANDED}
+        """Stage 2's own d, t_en and style, copied from where stage 1 leaves them (``_hand_over``): the next batch's
+        stage 1 may then overwrite those while this batch's stage 2 runs."""
         self._host = {k: self._typed(k, self._offsets[k][1], largest[k]).numpy() for k in self._offsets}
         # Outputs the host reads land in pinned buffers, read through numpy views.
         self._out = {k: torch.zeros(largest[k], dtype=self._buf[k].dtype, pin_memory=cuda) for k in _FETCHED}
@@ -145,7 +166,8 @@ class TorchGraphEngine:
         self._fetches: dict[tuple[str, int], tuple[torch.Tensor, torch.Tensor, np.ndarray]] = {}
         """(pinned host, device, numpy view of the host) slices of an output by (name, elements)."""
         self.buffer_bytes = (sum(int(b.numel() * b.element_size()) for k, b in self._buf.items()
-                                 if k not in self._offsets) + sum(int(box.numel()) for box, _ in self._inboxes))
+                                 if k not in self._offsets) + sum(int(box.numel()) for box, _ in self._inboxes)
+                             + sum(int(b.numel() * b.element_size()) for b in self._handoff.values()))
         self._graphs: dict[tuple[int, ...], torch.cuda.CUDAGraph] = {}
         self.pool_bytes: int | None = None
         self.uncaptured_bytes = 0
@@ -159,11 +181,18 @@ class TorchGraphEngine:
         """How the stages run, for logs and doctor."""
         how = ("inductor-compiled (a lone sentence as a pair; stage 2 planar, channels-last)" if self.compiled
                else "eager")
-        return (f"{how}, {'one CUDA graph per shape in one pool' if self.graphs else 'no CUDA graphs'}; "
-                f"{len(self.shapes1)} + {len(self.shapes2)} bucket shapes")
+        graphs = ("one CUDA graph per shape, " + ("a pool per stage" if self.slots > 1 else "one pool")
+                  if self.graphs else "no CUDA graphs")
+        return (f"{how}, {graphs}; {len(self.shapes1)} + {len(self.shapes2)} bucket shapes; "
+                f"{'stages pipelined' if self.slots > 1 else 'one batch at a time'}")
 
     def _view(self, name: str, dims: tuple[int, ...]) -> torch.Tensor:
         return self._buf[name][: int(np.prod(dims))].view(dims)
+
+    def _input2(self, name: str, dims: tuple[int, ...]) -> torch.Tensor:
+        """Stage 2's view of ``name``: its own copy of d, t_en and style (``_handoff``), its inbox otherwise."""
+        whole = self._handoff.get(name)
+        return self._view(name, dims) if whole is None else whole[: int(np.prod(dims))].view(dims)
 
     def _typed(self, name: str, box: torch.Tensor, count: int) -> torch.Tensor:
         """The tensor's flat region of an inbox (device or host): ``count`` elements of its type."""
@@ -210,7 +239,7 @@ class TorchGraphEngine:
         dims = tensor_dims(shape[0], shape[1], shape[2] if len(shape) == 3 else 1)
         module, inputs, outputs = ((self._stages[1], STAGE2_INPUTS, STAGE2_OUTPUTS) if len(shape) == 3
                                    else (self._stages[0], STAGE1_INPUTS, STAGE1_OUTPUTS))
-        feeds = [self._view(k, dims[k]) for k in inputs]
+        feeds = [self._input2(k, dims[k]) if len(shape) == 3 else self._view(k, dims[k]) for k in inputs]
         targets = [self._stage1_target(k, *shape) if len(shape) == 2 else self._view(k, dims[k]) for k in outputs]
 
         def call() -> None:
@@ -250,7 +279,7 @@ class TorchGraphEngine:
         run under 16 clients, in two H200 runs of the fused engine; with the freeze that run showed no stall
         (2026-12-04, docs/BENCHMARKS.md, tenth pass)."""
         start = time.perf_counter()
-        with self._lock:
+        with self._locks[0], self._locks[1]:
             self._put("style", np.full(self._host["style"].size, 0.1, np.float32))
             self._put("speed", np.ones(self._host["speed"].size, np.float32))
             self._put("tokens", np.full(self._host["tokens"].size, 16, np.int64))
@@ -281,6 +310,7 @@ class TorchGraphEngine:
         self._put("lengths", np.full(b, t, np.int64))
         self._send_stage1()
         if len(shape) == 3:
+            self._hand_over(b, several=False)
             self._put("frames", np.full(b, shape[2], np.int64))
             self._put("alignment", warm_alignment(b, t, shape[2]))
             self._send("alignment", b * t * shape[2])
@@ -289,9 +319,12 @@ class TorchGraphEngine:
         torch.cuda.synchronize(self._device)
         torch.cuda.empty_cache()  # warm-up's blocks: the graphs take theirs from the pool
         self.uncaptured_bytes = torch.cuda.memory_reserved(self._device)  # weights and buffers alone
-        pool = torch.cuda.graph_pool_handle()
-        stream = torch.cuda.Stream(self._device)  # type: ignore[no-untyped-call]  # one capture stream, one workspace
+        # A pool and a capture stream (so PyTorch's per-stream workspaces) per stage where the stages' replays
+        # overlap (two slots), one of each where they never do.
+        places = [(torch.cuda.graph_pool_handle(), torch.cuda.Stream(self._device))  # type: ignore[no-untyped-call]
+                  for _ in range(self.slots)]
         for shape in shapes:
+            pool, stream = places[(len(shape) - 2) % self.slots]  # stage 1's (rows, tokens), stage 2's + frames
             graph = torch.cuda.CUDAGraph()
             call = self._call(shape)
             with torch.cuda.graph(graph, pool=pool, stream=stream):
@@ -309,27 +342,68 @@ class TorchGraphEngine:
     @torch.inference_mode()
     def synthesize_batch(self, items: Sequence[SynthesisItem]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each item's audio and the frames per token it was rendered with, in item order (a batch over the
-        largest row bucket is refused by ``bucket_feeds``)."""
+        largest row bucket is refused by ``bucket_feeds``).
+
+        Pipelined (two slots): a batch holds stage 1's lock through its stage 1 and the host step, takes stage 2's
+        (the last batch's stage 2 has ended) to hand its stage-1 results over, then lets stage 1's go: the next
+        batch's stage 1 and host step run, on a CUDA stream of their own, while this one's stage 2 does. Stage 1
+        (the LSTMs step through the tokens) leaves most of the GPU idle, and the host step leaves all of it idle;
+        one batch at a time, 16 clients ran as batches of 8 at 22.7 ms each, 14.7 of them stage 2 (an H100,
+        docs/BENCHMARKS.md, twenty-first and twenty-second passes)."""
         feeds, real = bucket_feeds(items, self.buckets)
         rows, tokens = feeds["tokens"].shape
-        with self._lock:
-            for name in STAGE1_INPUTS:
-                self._put(name, feeds[name])
-            self._send_stage1()
-            self._run((rows, tokens))
-            durations = self._fetch("durations", (rows, tokens))
+        lock1, lock2 = self._locks
+        with lock1:
+            with self._on(0):
+                durations = self._stage1(feeds, rows, tokens)
             counts, frames, groups = stage2_plan(durations, feeds["lengths"], real, tokens, self.buckets,
                                                  self.tail_frames)
-            dims = tensor_dims(rows, self.stage2_tokens, 1)
-            staged = {k: self._view(k, dims[k]).clone() for k in ("d", "t_en", "style")} if len(groups) > 1 else {}
-            audio = run_groups(groups, real, lambda group, b, f: self._stage2(group, b, f, counts, frames, staged))
+            lock2.acquire()
+            try:
+                with self._on(1):
+                    staged = self._hand_over(rows, several=len(groups) > 1)
+            except BaseException:
+                lock2.release()
+                raise
+        try:
+            with self._on(1):
+                audio = run_groups(groups, real, lambda group, b, f: self._stage2(group, b, f, counts, frames, staged))
+        finally:
+            lock2.release()
         return [(audio[row], counts[row]) for row in range(real)]
+
+    def _on(self, stage: int) -> contextlib.AbstractContextManager[object]:
+        """The stage's CUDA stream as the current one (nothing on the CPU)."""
+        return contextlib.nullcontext() if self._streams is None else torch.cuda.stream(self._streams[stage])
+
+    def _stage1(self, feeds: dict[str, np.ndarray], rows: int, tokens: int) -> np.ndarray:
+        """Stage 1 at (``rows``, ``tokens``) once the last batch's results are handed over; its durations."""
+        if self._streams is not None and self._handed is not None:
+            self._streams[0].wait_event(self._handed)
+        for name in STAGE1_INPUTS:
+            self._put(name, feeds[name])
+        self._send_stage1()
+        self._run((rows, tokens))
+        return self._fetch("durations", (rows, tokens))
+
+    def _hand_over(self, rows: int, several: bool) -> dict[str, torch.Tensor]:
+        """Stage 1's d, t_en and style of ``rows`` rows, copied to stage 2's own (on the current stream), or, where
+        the rows are split over several stage-2 calls, cloned for each call to gather its rows from (returned)."""
+        dims = tensor_dims(rows, self.stage2_tokens, 1)
+        staged: dict[str, torch.Tensor] = {}
+        for name in _HANDED:
+            if several:
+                staged[name] = self._view(name, dims[name]).clone()
+            else:
+                self._input2(name, dims[name]).copy_(self._view(name, dims[name]))
+        if self._handed is not None:
+            self._handed.record()
+        return staged
 
     def _stage2(self, group: np.ndarray, b: int, f: int, counts: list[np.ndarray], frames: np.ndarray,
                 staged: dict[str, torch.Tensor]) -> list[np.ndarray]:
         """One stage-2 call (``call_rows``, the alignment written straight into the pinned inbox). Where the rows are
-        split over several calls, each call's rows are gathered to the front of d, t_en and style on the device
-        first."""
+        split over several calls, each call's rows are gathered to the front of stage 2's d, t_en and style first."""
         tokens = self.stage2_tokens
         dims = tensor_dims(b, tokens, f)
         inbox = self._host["alignment"][:b * tokens * f].reshape(dims["alignment"])
@@ -337,7 +411,7 @@ class TorchGraphEngine:
         if staged:
             index = torch.from_numpy(fill).to(self._device)
             for name, whole in staged.items():
-                self._view(name, dims[name]).copy_(whole.index_select(0, index))
+                self._input2(name, dims[name]).copy_(whole.index_select(0, index))
         self._put("frames", frames[fill])
         self._send("alignment", inbox.size)
         self._run((b, tokens, f))
@@ -354,7 +428,7 @@ class TorchGraphEngine:
                             workspace_bytes=self.pool_bytes, extra=extra)
 
     def close(self) -> None:
-        with self._lock:
+        with self._locks[0], self._locks[1]:
             self._graphs.clear()
             self._buf.clear()
             self._host.clear()
@@ -362,6 +436,7 @@ class TorchGraphEngine:
             self._sends.clear()
             self._fetches.clear()
             self._inboxes.clear()
+            self._handoff.clear()
         if self._device.type == "cuda":
             torch.cuda.empty_cache()
 
@@ -421,4 +496,4 @@ def create_torch_engine(settings: Settings, assets: ModelAssets, device: str | N
         # docs/BENCHMARKS.md, fourteenth pass). A TORCHINDUCTOR_CACHE_DIR the user set wins.
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(eng.engine_path / "inductor"))
     return TorchGraphEngine(stage1, stage2, buckets=buckets, tail_frames=eng.tail_frames, device=device,
-                            compile=compiled, graphs=cuda)
+                            compile=compiled, graphs=cuda, slots=settings.scheduler.workers or 2)
