@@ -85,6 +85,8 @@ class Scheduler:
         """Size of the batch taken last: more than one means requests are arriving together."""
         self._last_end = 0.0
         """When the last batch finished (monotonic): its clients' next sentences come back from then on."""
+        self._last_taken = 0.0
+        """When the last batch was taken (monotonic): what was queued then and is still queued was left behind."""
         self._expected = 0
         """Sentences likely to be back soon after the last batch: its own size plus what was queued then."""
 
@@ -208,9 +210,12 @@ class Scheduler:
                         continue
                 if self._queue:
                     break
-            batch = self._pick(limit)
-            self._last_batch = len(batch)
+            split = lease.engine.slots > 1 and lease.in_flight == 0
+            batch = self._pick(limit, split)
+            self._last_batch, self._last_taken = len(batch), time.monotonic()
             lease.in_flight += 1
+            if split and self._queue:
+                self._cond.notify()  # the rest is the other slot's
         self._report_depth()
         return lease, batch
 
@@ -230,8 +235,9 @@ class Scheduler:
         running batch were past their delay when it ended and left without the clients just answered: four
         closed-loop clients ran as batches of two and two, each paying for the four-row bucket.
 
-        No wait at all where the sentences that waited through the last batch already make a preferred size (as
-        Triton's dynamic batcher sends a preferred size at once): 16 clients on the GPU settle as two groups of 8,
+        No wait at all where the sentences that waited through the last batch (queued before it ended, or left
+        behind when it was taken: ``_pick``'s split) already make a preferred size (as Triton's dynamic batcher sends
+        a preferred size at once): 16 clients on the GPU settle as two groups of 8,
         one queued while the other runs, and each batch of 8 had idled the engine for the whole delay waiting for
         the group just answered, which comes back spread over more than the delay. Before a stand-in engine with an
         H100's costs (a batch of 8 in 22.6 ms), on that machine's host, 16 clients went from 279-293 to 340-341 QPS
@@ -239,7 +245,8 @@ class Scheduler:
         305-320 QPS; docs/BENCHMARKS.md, twenty-second pass). Four clients cannot meet the rule there (three queued
         behind a batch make no preferred size of [4, 8, 16]) and ran as batches of 4 either way.
         """
-        held = min(sum(job.enqueued < self._last_end for job in self._queue), limit)  # queued before it ended
+        passed = max(self._last_end, self._last_taken)
+        held = min(sum(job.enqueued < passed for job in self._queue), limit)
         if any(size <= held for size in self._settings.preferred_batch_sizes):
             return
         delay = self._settings.max_queue_delay_ms / 1000.0
@@ -254,14 +261,25 @@ class Scheduler:
             if not self._queue:
                 return
 
-    def _pick(self, limit: int) -> list[_Job]:
-        """The head job plus the queued jobs closest to it in length (less padding)."""
+    def _pick(self, limit: int, split: bool = False) -> list[_Job]:
+        """The head job plus the queued jobs closest to it in length (less padding).
+
+        ``split``: the engine runs two batches at once, one in each stage (torch-cuda's pipelined stages), and none
+        is running. Where the queue holds two preferred sizes, this batch takes the largest one in half of it and
+        leaves the rest to the other slot, at once (``_wait_for_batch``: the rest was left behind), so the second
+        half's stage 1 runs while the first half's stage 2 does. Taken whole, 16 clients that came back together
+        stayed in lock-step as one batch of 16 each time, where the pipeline does nothing: 256.6 QPS against 255.9
+        one batch at a time, and 340.4 on another H100 where they had fallen into groups of 4 and 8 (2026-12-06,
+        docs/BENCHMARKS.md, twenty-third pass)."""
         head = heapq.heappop(self._queue)
         available = len(self._queue) + 1
         size = min(limit, available)
         fitting = [b for b in self._settings.preferred_batch_sizes if b <= size]
         if size < limit and fitting:
             size = max(fitting)
+        halves = [b for b in self._settings.preferred_batch_sizes if b <= available // 2]
+        if split and halves:
+            size = min(size, max(halves))
         if size == 1:
             return [head]
         self._queue.sort(key=lambda job: (abs(len(job.item) - len(head.item)), job.key))

@@ -332,6 +332,24 @@ def test_sentences_that_waited_through_a_batch_leave_at_once_as_a_preferred_size
     assert engine.batches[-2:] == [[20, 21], [22, 23]]
 
 
+@pytest.mark.parametrize(("slots", "batches"), [(1, [16]), (2, [8, 8])])
+def test_a_pipelined_engine_takes_a_full_queue_as_two_halves_at_once(slots: int, batches: list[int]) -> None:
+    """Sixteen sentences queued on an idle engine: one batch at a time takes them whole; an engine that runs two at
+    once (one per stage) gets a preferred half in each slot, the second without waiting (a minute here: the
+    wait_for would fail) for company that cannot come, since every client is in the queue."""
+    engine = GatedEngine(max_batch=16, slots=slots, open_gate=True)
+    scheduler = Scheduler(engine, _settings(max_queue_delay_ms=60_000.0, preferred_batch_sizes=[4, 8, 16]))
+
+    async def body() -> None:
+        tasks = [asyncio.create_task(scheduler.synthesize(_item(20))) for _ in range(16)]
+        await _queued(scheduler, 16)
+        scheduler.start()
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout=10)
+
+    _run(scheduler, body)
+    assert sorted(map(len, engine.batches)) == batches
+
+
 class StreamingGatedEngine(GatedEngine):
     """Also streams: each item's ids as three parts, the later two once ``gate`` is open."""
 
