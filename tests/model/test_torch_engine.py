@@ -57,6 +57,15 @@ def setup() -> tuple[TorchGraphEngine, ReferenceModel, dict[str, SynthesisItem]]
     return engine, ReferenceModel(assets), items
 
 
+@pytest.fixture(scope="module")
+def one_slot(setup) -> TorchGraphEngine:
+    """The same stages as an engine of one slot: a batch at a time, stage 2 reading d, t_en and style where stage 1
+    left them (no hand-over copies)."""
+    engine = setup[0]
+    return TorchGraphEngine(*engine._stages, buckets=engine.buckets, tail_frames=0, device="cpu", compile=False,
+                            slots=1)
+
+
 def _same_as_alone(reference: ReferenceModel, item: SynthesisItem, audio: np.ndarray, frames: np.ndarray) -> None:
     alone = reference.synthesize(item.ids, item.style)
     assert np.array_equal(frames, alone.durations)
@@ -73,17 +82,21 @@ def test_the_cpu_build_runs_every_bucket_shape_eagerly(setup) -> None:
     assert engine.memory().extra["cuda_graphs"] == 0
 
 
-def test_rows_of_one_call_are_each_their_sentence_alone(setup) -> None:
+@pytest.mark.parametrize("slots", [2, 1])
+def test_rows_of_one_call_are_each_their_sentence_alone(setup, one_slot, slots) -> None:
     engine, reference, items = setup
+    engine = engine if slots == 2 else one_slot
     batch = [items[text] for text, _ in SHORT]
     for item, (audio, frames) in zip(batch, engine.synthesize_batch(batch), strict=True):
         _same_as_alone(reference, item, audio, frames)
 
 
-def test_a_batch_split_over_two_stage_2_calls_keeps_each_row(setup) -> None:
+@pytest.mark.parametrize("slots", [2, 1])
+def test_a_batch_split_over_two_stage_2_calls_keeps_each_row(setup, one_slot, slots) -> None:
     """The long row goes first in a call of its own; the short one's d, t_en and style are gathered to the
-    front of the buffers for the second call."""
+    front of stage 2's inputs for the second call."""
     engine, reference, items = setup
+    engine = engine if slots == 2 else one_slot
     batch = [items[SHORT[0][0]], items[LONG[0]]]
     frames_long = reference.synthesize(items[LONG[0]].ids, items[LONG[0]].style).durations.sum()
     assert 128 < frames_long <= 256
