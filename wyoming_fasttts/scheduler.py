@@ -269,8 +269,10 @@ class Scheduler:
         leaves the rest to the other slot, at once (``_wait_for_batch``: the rest was left behind), so the second
         half's stage 1 runs while the first half's stage 2 does. Taken whole, 16 clients that came back together
         stayed in lock-step as one batch of 16 each time, where the pipeline does nothing: 256.6 QPS against 255.9
-        one batch at a time, and 340.4 on another H100 where they had fallen into groups of 4 and 8 (2026-12-06,
-        docs/BENCHMARKS.md, twenty-third pass)."""
+        one batch at a time, and 340.4 on another H100 where they had fallen into groups of 4 and 8. With the split,
+        on a third H100 (one run), 16 clients in the server's process, which had always run in lock-step, ran as
+        batches of 8 at 354.7 QPS, and 16 in another process at 367.7 (2026-12-06, docs/BENCHMARKS.md, twenty-third
+        pass)."""
         head = heapq.heappop(self._queue)
         available = len(self._queue) + 1
         size = min(limit, available)

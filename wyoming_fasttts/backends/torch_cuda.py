@@ -36,9 +36,11 @@ every other GPU engine, and doctor holds its audio to the CPU reference the same
   there. With weights, buffers and CUDA's own modules the engine takes 3.5 GiB, as ONNX Runtime CUDA does.
 * pipelined stages (``slots`` 2, ``scheduler.workers`` 0 or 2): a batch's stage 1 and host step run while the last
   batch's stage 2 does, each stage on its own CUDA stream, stage 2 reading copies of what it takes from stage 1
-  (``_hand_over``). Stage 1's graphs then need a pool of their own. On one H100 side by side (2026-12-06,
-  docs/BENCHMARKS.md, twenty-third pass), 16 clients 270.8 QPS one batch at a time (``scheduler.workers: 1``: both
-  stages in one pool, as before) and 340.4 pipelined, p99 63.6 -> 49.0 ms; 456 MiB more device memory.
+  (``_hand_over``). Stage 1's graphs then need a pool of their own. Side by side on an H100 (2026-12-06,
+  docs/BENCHMARKS.md, twenty-third pass), 16 clients in another process 270.8 QPS one batch at a time
+  (``scheduler.workers: 1``: both stages in one pool, as before) and 340.4 pipelined, p99 63.6 -> 49.0 ms; on a
+  second H100, where they stayed in lock-step as one batch of 16 (nothing to overlap), 255.9 and 256.6, which the
+  scheduler's split (``Scheduler._pick``) is for: 367.7 QPS on a third. 222-456 MiB more device memory.
 
 Measured through Wyoming beside eager PyTorch in one process (docs/BENCHMARKS.md has each pass): eager kernels
 captured (the default), one sentence 22.2-22.3 ms, 109-110 QPS at 16 clients, 9 s to start (an H100, 2026-12-06,
