@@ -73,7 +73,9 @@
 #   HCAB: (after U0) HC at CBP's engine costs (an H100's, twenty-first pass) with CBP's preferred batch sizes, clients
 #        in a child at 1, 4 and 16, the checkout's scheduler against an earlier tree's (BASE, carried: a directory
 #        under the checkout with that tree's wyoming_fasttts/ and benchmarks/), PAIRS alternating pairs: a server
-#        change's effect on the GPU host's CPU, side by side (twenty-second pass);
+#        change's effect on the GPU host's CPU, side by side (twenty-second pass); STAGE2_COSTS (e.g.
+#        2:7.9,4:10.5,8:14.7,16:23.0, the twenty-first pass's stage 2 alone, 4 rows interpolated): the stand-in as the
+#        pipelined engine, two slots (twenty-third pass), for the scheduler's rules with two batches in flight;
 #   IC:  (after a compiled step, same machine) inductor's cache as inductor.tar.xz.N parts of 15 MiB: kept here under
 #        .gpu/ic/ and carried (with any call before the compiled step), a fresh machine's compiled step starts with
 #        it (the fourteenth pass: 337 s to start without, 96-122 s with). Inductor keys its cache on the compiled
@@ -158,7 +160,8 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|CRE|DH|DC|DR|DBP|CM|CL|CX|CE|PM|R|PF|PP|HC|
       --data-dir $pack/data --model $pack/data/kokoro-v1.0.int8.onnx --out "$OUT"/host-ceiling.json) 2>&1 | quiet ;;
   HCAB) for k in $(seq "${PAIRS:-3}"); do for tree in "$BASE" .; do (cd "$code/$tree" && PYTHONPATH=$code/$tree:$pack/site \
       timeout 120 python3 benchmarks/host_ceiling.py --data-dir $pack/data --model $pack/data/kokoro-v1.0.int8.onnx \
-      --costs 1:13.3,2:13.3,4:16.2,8:22.6,16:34.7 --set 'scheduler.preferred_batch_sizes=[4, 8, 16]' --clients 1,4,16 \
+      --costs 1:13.3,2:13.3,4:16.2,8:22.6,16:34.7 ${STAGE2_COSTS:+--stage2-costs $STAGE2_COSTS} \
+      --set 'scheduler.preferred_batch_sizes=[4, 8, 16]' --clients 1,4,16 \
       --where "child process" --out "$OUT/host-ceiling-ab-$k-$(basename "$(realpath "$tree")").json") 2>&1 \
       | grep QPS | sed "s|^|$tree $k: |" | tee -a "$log"; done; done ;;
   CL|CE|CRE) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/$step.yaml" ;;

@@ -12,10 +12,14 @@ does), then in a child process (as real clients are).
 A measured engine's own costs by row bucket (``--costs``, from ``gpu_table.py``'s engine-alone timings) ask
 whether the server would serve 16 clients at the rate that engine allows (fifteenth pass: 294 QPS against the
 real engine's 220); ``--waits`` and ``--hops`` split a call into several GIL take-backs as PyTorch calls make
-them; ``--set`` changes a server setting (e.g. the scheduler's preferred batch sizes).
+them; ``--set`` changes a server setting (e.g. the scheduler's preferred batch sizes). ``--stage2-costs`` makes the
+stand-in the torch-cuda engine's pipeline (twenty-third pass): two slots, each call's cost split into a first part
+under one lock (stage 1 and the host step) and its stage-2 part under another, so a call's first part runs while the
+last call's stage 2 does: the scheduler's rules for two batches in flight, measured off the GPU.
 
     python benchmarks/host_ceiling.py [--base-ms 15 --row-ms 1.5 | --costs 1:19.6,4:21,8:27.1,16:50.2]
-        [--waits N --hops N] [--set KEY=VALUE ...] [--clients 1,4,16] [--requests 256] [--out F]
+        [--stage2-costs 2:7.9,8:14.7,16:23] [--waits N --hops N] [--set KEY=VALUE ...] [--clients 1,4,16]
+        [--requests 256] [--out F]
     bash benchmarks/h200_torch.sh HC      # on the GPU machine, its host (the pack's data, no GPU used)
 """
 
@@ -28,6 +32,7 @@ import multiprocessing as mp
 import platform
 import resource
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,15 +55,20 @@ from wyoming_fasttts.voices import VoiceBank
 
 class StandIn:
     """A GPU engine's shape (one call at a time, batches up to 16) with a fixed cost per call; ``audio`` by
-    phoneme count (one sentence is all it is asked for)."""
+    phoneme count (one sentence is all it is asked for). With ``stage2`` costs, two calls at a time, pipelined as
+    the torch-cuda engine's stages are."""
 
-    name, device, slots, max_batch = "stand-in", "none", 1, 16
+    name, device, max_batch = "stand-in", "none", 16
 
     def __init__(self, audio: dict[int, np.ndarray], base_s: float, row_s: float, costs: dict[int, float],
-                 waits: int = 1, hops: int = 0) -> None:
+                 waits: int = 1, hops: int = 0, stage2: dict[int, float] | None = None) -> None:
         self.audio, self.base_s, self.row_s, self.waits, self.hops = audio, base_s, row_s, waits, hops
         self.costs = costs
         """Seconds a call costs by row bucket (a measured engine's); rows above the largest: base + row cost."""
+        self.stage2 = stage2 or {}
+        """Seconds of a call's cost that are its stage 2, by row bucket (the rest: stage 1 and the host step)."""
+        self.slots = 2 if self.stage2 else 1
+        self._locks = (threading.Lock(), threading.Lock())
 
     def warmup(self) -> None:
         pass
@@ -66,6 +76,16 @@ class StandIn:
     def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
         bucket = min([b for b in self.costs if b >= len(items)], default=0)
         cost = self.costs[bucket] if bucket else self.base_s + self.row_s * len(items)
+        if self.stage2:  # stage 1 and the host step, then stage 2 once the last call's has ended (the engine's locks)
+            second = self.stage2[min(b for b in self.stage2 if b >= len(items))]
+            with self._locks[0]:
+                time.sleep(cost - second)
+                self._locks[1].acquire()
+            try:
+                time.sleep(second)
+            finally:
+                self._locks[1].release()
+            return [self.audio[len(item)].copy() for item in items]
         for part in range(self.waits):  # each wait ends by taking the GIL back, as each CUDA sync does
             for _ in range(self.hops * (part + 1) // self.waits - self.hops * part // self.waits):
                 time.sleep(0)  # a short call that lets the GIL go (a PyTorch op does), then needs it back
@@ -105,15 +125,16 @@ async def measure(args: argparse.Namespace) -> dict:
     items = [SynthesisItem(s.ids, voices.style(settings.voice.default, len(s.ids)))
              for s in await asyncio.to_thread(runtime.synth.sentences, WELCOME)]
     audio = dict(zip(map(len, items), await asyncio.to_thread(runtime.engine.run, items), strict=True))
-    costs = {int(b): float(ms) / 1e3 for b, ms in (c.split(":") for c in args.costs.split(",") if c)}
-    stand_in = StandIn(audio, args.base_ms / 1e3, args.row_ms / 1e3, costs, args.waits, args.hops)
+    costs, stage2 = ({int(b): float(ms) / 1e3 for b, ms in (c.split(":") for c in spec.split(",") if c)}
+                     for spec in (args.costs, args.stage2_costs))
+    stand_in = StandIn(audio, args.base_ms / 1e3, args.row_ms / 1e3, costs, args.waits, args.hops, stage2)
     if args.switch_ms:
         sys.setswitchinterval(args.switch_ms / 1e3)
     await asyncio.to_thread(runtime.scheduler.swap_engine(stand_in).wait)  # the CPU engine closed
     server = await start_wyoming(runtime)
     report: dict = {"machine": platform.node(), "cpus": mp.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M"),
                     "text": WELCOME, "base_ms": args.base_ms, "row_ms": args.row_ms, "costs": args.costs,
-                    "waits": args.waits, "hops": args.hops, "set": args.set,
+                    "waits": args.waits, "hops": args.hops, "set": args.set, "stage2_costs": args.stage2_costs,
                     "switch_ms": sys.getswitchinterval() * 1e3, "levels": []}
     try:
         for _ in range(10):
@@ -145,6 +166,8 @@ def main() -> None:
     parser.add_argument("--row-ms", type=float, default=1.5, help="and per row")
     parser.add_argument("--waits", type=int, default=1, help="the call's time in this many waits (CUDA syncs)")
     parser.add_argument("--costs", default="", help="ms a call costs by row bucket, e.g. 1:19.6,4:21,8:27.1,16:50.2")
+    parser.add_argument("--stage2-costs", default="", help="ms of each bucket's cost that is stage 2, e.g. "
+                        "2:7.9,8:14.7,16:23: two slots, pipelined as torch-cuda's stages (needs --costs)")
     parser.add_argument("--set", action="append", default=[], help="a setting for the server, e.g. "
                         "scheduler.max_queue_delay_ms=10 (the value read as YAML)")
     parser.add_argument("--hops", type=int, default=0, help="short GIL releases per call (PyTorch ops)")
