@@ -337,13 +337,16 @@ def test_a_pipelined_engine_takes_a_full_queue_as_two_halves_at_once(slots: int,
     """Sixteen sentences queued on an idle engine: one batch at a time takes them whole; an engine that runs two at
     once (one per stage) gets a preferred half in each slot, the second without waiting (a minute here: the
     wait_for would fail) for company that cannot come, since every client is in the queue."""
-    engine = GatedEngine(max_batch=16, slots=slots, open_gate=True)
+    engine = GatedEngine(max_batch=16, slots=slots)
     scheduler = Scheduler(engine, _settings(max_queue_delay_ms=60_000.0, preferred_batch_sizes=[4, 8, 16]))
 
     async def body() -> None:
         tasks = [asyncio.create_task(scheduler.synthesize(_item(20))) for _ in range(16)]
         await _queued(scheduler, 16)
         scheduler.start()
+        for _ in batches:  # every batch is taken while the first is still running
+            await _started(engine)
+        engine.gate.set()
         await asyncio.wait_for(asyncio.gather(*tasks), timeout=10)
 
     _run(scheduler, body)
