@@ -279,9 +279,9 @@ class Scheduler:
         fitting = [b for b in self._settings.preferred_batch_sizes if b <= size]
         if size < limit and fitting:
             size = max(fitting)
-        halves = [b for b in self._settings.preferred_batch_sizes if b <= available // 2]
-        if split and halves:
-            size = min(size, max(halves))
+        if split:
+            halves = [b for b in self._settings.preferred_batch_sizes if b <= available // 2]
+            size = min(size, max(halves, default=size))
         if size == 1:
             return [head]
         self._queue.sort(key=lambda job: (abs(len(job.item) - len(head.item)), job.key))

@@ -382,8 +382,8 @@ class TorchGraphEngine:
 
     def _stage1(self, feeds: dict[str, np.ndarray], rows: int, tokens: int) -> np.ndarray:
         """Stage 1 at (``rows``, ``tokens``) once the last batch's results are handed over; its durations."""
-        if self._streams is not None and self._handed is not None:
-            self._streams[0].wait_event(self._handed)
+        if self._handed is not None:
+            self._handed.wait()  # on the current stream, stage 1's
         for name in STAGE1_INPUTS:
             self._put(name, feeds[name])
         self._send_stage1()
@@ -395,8 +395,10 @@ class TorchGraphEngine:
         there is nothing to copy), or, where the rows are split over several stage-2 calls, cloned for each call to
         gather its rows from (returned)."""
         dims = tensor_dims(rows, self.stage2_tokens, 1)
-        staged = {name: self._view(name, dims[name]).clone() for name in _HANDED} if several else {}
-        if not several:
+        staged: dict[str, torch.Tensor] = {}
+        if several:
+            staged = {name: self._view(name, dims[name]).clone() for name in _HANDED}
+        else:
             for name in self._handoff:
                 self._input2(name, dims[name]).copy_(self._view(name, dims[name]))
         if self._handed is not None:
