@@ -40,10 +40,12 @@
 #   CBP1: (after CBP, same machine) CBP with scheduler.workers 1: the engine one batch at a time, its stages' graphs
 #        in one pool, as before the stages were pipelined (twenty-third pass: CBP's default is two slots, a batch's
 #        stage 1 and host step beside the last batch's stage 2);
-#   C8:  (after CBP, same machine) CBP's frames with batches of at most 8 (scheduler.max_batch 8, preferred [4, 8]),
-#        engine.batch_frames 2048 and expandable segments: with two slots 16 clients run as two batches of 8 anyway
+#   C8:  (after CBP, same machine) examples/torch-cuda.yaml: CBP's frames with batches of at most 8
+#        (scheduler.max_batch 8, preferred [4, 8]), engine.batch_frames 2048 and expandable segments: with two slots 16 clients run as two batches of 8 anyway
 #        (twenty-third pass), so the 16-row graphs, half the stage-2 pool and half of stage 1's may go (memory goal)
 #        at the same 16-client throughput (twenty-fourth pass);
+#   C81: (after C8, same machine) C8 with scheduler.workers 1: what the second slot costs in memory at batches of 8;
+#   C8E: (after C8, same machine) C8 with CE's frames [64, 128, 192, 256, 512]: 9 stage-2 graphs fewer;
 #   CRE: (a fresh machine: U0 first) CR's pairs at CE's memory setting (batch_frames 1024, frames [64, 128, 160,
 #        192, 256, 512], expandable segments): the 1.5 GB goal with the faster lone sentence;
 #   CM:  (a fresh machine: U0 first) unpack, then C with engine.batch_frames 1024 (C's fusion, M's shapes: memory).
@@ -129,7 +131,7 @@ IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|CRE|DH|DC|DR|DBP|CM|CL|CX|CE|PM|R|PF|PP|HC|HCAB)
+T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|CRE|DH|DC|DR|DBP|CM|CL|CX|CE|PM|R|PF|PP|HC|HCAB)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -151,7 +153,9 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|CRE|DH|DC|DR|DBP|CM|CL|CX|CE|PM|R|PF|PP|
   printf 'engine:\n  precision: fp16\n  torch_compile: true\n  batch_frames: 1024\n  buckets:\n    frames: [64, 128, 160, 192, 256, 512]\n' > $pack/CRE.yaml
   { cat $pack/CB.yaml; printf 'scheduler:\n  preferred_batch_sizes: [4, 8, 16]\n'; } > $pack/CBP.yaml
   { cat $pack/CBP.yaml; printf '  workers: 1\n'; } > $pack/CBP1.yaml
-  { cat $pack/CF.yaml; printf 'scheduler:\n  max_batch: 8\n  preferred_batch_sizes: [4, 8]\n'; } > $pack/C8.yaml
+  cp "$code"/examples/torch-cuda.yaml $pack/C8.yaml  # the shipped example (CF's engine, batches of at most 8)
+  { cat $pack/C8.yaml; printf '  workers: 1\n'; } > $pack/C81.yaml
+  { cat $pack/CE.yaml; printf 'scheduler:\n  max_batch: 8\n  preferred_batch_sizes: [4, 8]\n'; } | sed 's/batch_frames: 1024/batch_frames: 2048/' > $pack/C8E.yaml
   case $step in  # the step's run, on the unpacked pack
   R) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_compile_rows.py \
       --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx --vocab $pack/data/vocab.json \
@@ -169,7 +173,7 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|CRE|DH|DC|DR|DBP|CM|CL|CX|CE|PM|R|PF|PP|
       --set 'scheduler.preferred_batch_sizes=[4, 8, 16]' --clients 1,4,16 \
       --where "child process" --out "$OUT/host-ceiling-ab-$k-$(basename "$(realpath "$tree")").json") 2>&1 \
       | grep QPS | sed "s|^|$tree $k: |" | tee -a "$log"; done; done ;;
-  CL|CE|CRE|C8) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/$step.yaml" ;;
+  CL|CE|CRE|C8|C81|C8E) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/$step.yaml" ;;
   CX) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml" ;;
   C|CM|CW|CF|CR|CB|CBP|CBP1) measure "--config $pack/$step.yaml" ;;
   CIC) measure "--config $pack/C.yaml"; pack_cache ;;

@@ -112,3 +112,14 @@ def test_an_arena_setting_is_one_of_onnx_runtimes_arena_keys(tmp_path: Path) -> 
     # sets it must hear so, not get an arena that grows as before.
     with pytest.raises(ConfigError, match="max_power_of_two_extend_bytes is not applied"):
         load_settings(_user_file(tmp_path, "engine:\n  cuda_arena:\n    max_power_of_two_extend_bytes: 67108864\n"))
+
+
+EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_a_shipped_example_config_loads(example: Path) -> None:
+    """A user starts these as they are: a setting renamed or retyped since must fail here, not at their start. Each
+    example is named for the engine it sets up."""
+    settings = load_settings(example)
+    assert settings.engine.backend == example.stem
