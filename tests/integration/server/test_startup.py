@@ -1,0 +1,29 @@
+"""What stops the server from starting ends the process with one line the user can act on and exit status 1."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, free_port
+
+
+@pytest.mark.parametrize("taken", ["wyoming", "http"])
+def test_an_address_in_use_ends_the_server_with_one_line_naming_it(taken: str) -> None:
+    """The Wyoming address is bound once the model has loaded, the HTTP side server's before: both ways the user
+    reads which address, not a traceback through asyncio (as the server printed until 2026-12-06)."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        uris = {"wyoming": f"tcp://127.0.0.1:{free_port()}", "http": f"tcp://127.0.0.1:{free_port()}"}
+        uris[taken] = f"tcp://127.0.0.1:{port}"
+        proc = subprocess.run([sys.executable, "-m", "wyoming_fasttts", "--engine", "onnxruntime",
+                               "--uri", uris["wyoming"], "--http-uri", uris["http"]],
+                              capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("wyoming-fasttts: cannot serve:") and str(port) in last and "address already in use" in last
