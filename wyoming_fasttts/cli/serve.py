@@ -23,12 +23,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Serve until SIGTERM or SIGINT. What stops the server from starting is the user's to fix (an engine this
-    machine cannot run, a model that cannot be fetched, an address in use), so it ends the process with one line
-    that says so and exit status 1, not a traceback through the server's internals: a request's own failures never
-    get here (each ends as its client waits for), nor does a failed reload (the running engine keeps serving)."""
+    machine cannot run, a model that cannot be fetched, a default voice that does not exist, an address in use),
+    so it ends the process with one line that says so and exit status 1, not a traceback through the server's
+    internals. A request's own failures never get here (each ends as its client waits for), nor does a failed
+    reload (the running engine keeps serving)."""
     from ..assets import AssetError
     from ..core import EngineError
     from ..server.app import serve
+    from ..voices import UnknownVoiceError
 
     if settings.server.zeroconf == _HOSTNAME:
         from ..server.discovery import default_name
@@ -36,6 +38,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         settings.server.zeroconf = default_name()
     try:
         return asyncio.run(serve(settings))
-    except (AssetError, EngineError, OSError) as err:
+    except (AssetError, EngineError, UnknownVoiceError, OSError) as err:
         print(f"wyoming-fasttts: cannot serve: {err}", file=sys.stderr)
         return 1

@@ -27,3 +27,13 @@ def test_an_address_in_use_ends_the_server_with_one_line_naming_it(taken: str) -
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("wyoming-fasttts: cannot serve:") and str(port) in last and "address already in use" in last
+
+
+def test_a_default_voice_that_does_not_exist_ends_the_server_with_the_valid_ones() -> None:
+    proc = subprocess.run([sys.executable, "-m", "wyoming_fasttts", "--engine", "onnxruntime", "--voice", "zf_nope",
+                           "--uri", f"tcp://127.0.0.1:{free_port()}", "--http-uri", ""],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("wyoming-fasttts: cannot serve: unknown voice 'zf_nope'") and "zf_xiaobei" in last
