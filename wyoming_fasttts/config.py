@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import msgspec
 import yaml
@@ -282,6 +283,11 @@ def validate(settings: Settings) -> None:
     """Reject values that would only fail later, deep inside a request."""
     if settings.engine.backend not in BACKENDS:
         raise ConfigError(f"engine.backend must be one of {', '.join(BACKENDS)}")
+    if not _listen_uri(settings.server.uri):
+        raise ConfigError(f"server.uri (--uri) must be tcp://HOST:PORT or unix://PATH, not {settings.server.uri!r}")
+    if settings.server.http_uri and not _listen_uri(settings.server.http_uri):
+        raise ConfigError("server.http_uri (--http-uri) must be tcp://HOST:PORT, unix://PATH or '' (off), not "
+                          f"{settings.server.http_uri!r}")
     if settings.engine.backend == "triton" and not settings.triton.urls:
         raise ConfigError("--engine triton needs at least one --triton-url grpc://HOST:PORT (or triton.urls)")
     if settings.engine.batched not in ("auto", "always", "never"):
@@ -310,6 +316,15 @@ def validate(settings: Settings) -> None:
     if sched.max_queue < 1:
         raise ConfigError("scheduler.max_queue must be at least 1")
     _validate_limits(settings.limits, settings.server.max_text_chars)
+
+
+def _listen_uri(uri: str) -> bool:
+    """Whether a server can listen on ``uri`` as written (the address itself is tried at start)."""
+    try:
+        parsed = urlparse(uri)
+        return (parsed.scheme == "tcp" and parsed.port is not None) or (parsed.scheme == "unix" and bool(parsed.path))
+    except ValueError:  # a port that is no number, or out of range
+        return False
 
 
 def _validate_limits(limits: LimitSettings, max_text_chars: int) -> None:

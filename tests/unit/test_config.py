@@ -30,6 +30,20 @@ def test_a_value_of_the_wrong_type_is_a_config_error_naming_the_setting(tmp_path
         load_settings(_user_file(tmp_path, text))
 
 
+@pytest.mark.parametrize("uri", ["10200", "tcp://0.0.0.0", "tcp://0.0.0.0:port", "tcp://0.0.0.0:70000", "http://x:1",
+                                 "unix://"])
+def test_a_wyoming_address_the_server_cannot_listen_on_is_refused_before_anything_loads(tmp_path: Path,
+                                                                                       uri: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape("server.uri (--uri) must be tcp://HOST:PORT or unix://PATH")):
+        load_settings(_user_file(tmp_path, f"server:\n  uri: '{uri}'\n"))
+
+
+def test_a_side_server_address_it_cannot_listen_on_is_refused_and_empty_turns_it_off(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=re.escape("server.http_uri (--http-uri) must be tcp://HOST:PORT")):
+        load_settings(_user_file(tmp_path, "server:\n  http_uri: '127.0.0.1:10201'\n"))
+    assert load_settings(_user_file(tmp_path, "server:\n  http_uri: ''\n")).server.http_uri == ""
+
+
 def test_a_bucket_step_below_one_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=re.escape("engine.buckets.frames must be positive")):
         load_settings(_user_file(tmp_path, "engine:\n  buckets:\n    frames: [0, 64]\n"))

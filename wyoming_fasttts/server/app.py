@@ -24,7 +24,7 @@ from ..metrics import Metrics
 from ..watchdog import ReloadInProgress, ReloadTooSoon
 from .http import HttpServer
 from .runtime import Runtime, build_runtime
-from .wyoming import build_info, serve_wyoming
+from .wyoming import build_info, check_address, serve_wyoming
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -45,6 +45,7 @@ async def serve(settings: Settings) -> int:
     for sig in (signal.SIGHUP, signal.SIGUSR1):  # until the engine is up there is nothing to reload
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, _LOGGER.info, "%s ignored while the engine loads", sig.name)
+    check_address(settings.server.uri)
     metrics = Metrics()
     http = await start_http(settings, metrics)
     try:

@@ -511,6 +511,26 @@ class Peers:
         self.requests -= Counter({peer: 1})
 
 
+def check_address(uri: str) -> None:
+    """Raise ``OSError`` now where ``uri``'s TCP address is taken or not this machine's: the server listens there
+    only once the engine is loaded (a connection before would wait unanswered), which is seconds on the CPU and
+    minutes for a GPU engine that compiles, so a port in use is found before that, not after. Each address is bound
+    as asyncio's server will bind it (``SO_REUSEADDR``, IPv6 sockets IPv6 only), then let go."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "tcp":
+        return
+    try:
+        for family, kind, proto, _, address in socket.getaddrinfo(parsed.hostname, parsed.port, flags=socket.AI_PASSIVE,
+                                                                  type=socket.SOCK_STREAM):
+            with socket.socket(family, kind, proto) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                probe.bind(address)
+    except OSError as err:  # taken, not this machine's, or a host name that does not resolve
+        raise OSError(err.errno, f"cannot listen on {uri}: {err.strerror}") from None
+
+
 async def serve_wyoming(uri: str, info: Info, synth: Synthesizer, requests: Requests) -> asyncio.AbstractServer:
     """Listen on ``tcp://HOST:PORT`` or ``unix://PATH``; each connection gets a bounded reader and a handler.
 
