@@ -280,7 +280,8 @@ def load_settings(
 
 
 def validate(settings: Settings) -> None:
-    """Reject values that would only fail later, deep inside a request."""
+    """Reject values that would only fail later: at start, after the engine has loaded, or deep inside a request.
+    The listeners (``server.wyoming``, ``server.http``) take their addresses' form from here."""
     if settings.engine.backend not in BACKENDS:
         raise ConfigError(f"engine.backend must be one of {', '.join(BACKENDS)}")
     if not _listen_uri(settings.server.uri):

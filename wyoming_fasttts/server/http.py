@@ -161,15 +161,10 @@ class HttpServer:
         return await handler(request)
 
     async def start(self) -> None:
-        uri = urlparse(self._settings.server.http_uri)
+        uri = urlparse(self._settings.server.http_uri)  # tcp://HOST:PORT or unix://PATH (``config.validate``)
         await self._runner.setup()
-        if uri.scheme == "tcp":
-            site: web.BaseSite = web.TCPSite(self._runner, uri.hostname, uri.port)
-        elif uri.scheme == "unix":
-            site = web.UnixSite(self._runner, uri.path)
-        else:
-            await self._runner.cleanup()
-            raise ValueError(f"--http-uri must be tcp://HOST:PORT, unix://PATH or '', not {uri.geturl()}")
+        site: web.BaseSite = (web.TCPSite(self._runner, uri.hostname, uri.port) if uri.scheme == "tcp"
+                              else web.UnixSite(self._runner, uri.path))
         await site.start()
         _LOGGER.info("HTTP server (health, metrics, /api/tts) listening on %s", self._settings.server.http_uri)
 

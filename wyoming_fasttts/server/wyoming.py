@@ -565,9 +565,8 @@ async def serve_wyoming(uri: str, info: Info, synth: Synthesizer, requests: Requ
     def protocol() -> asyncio.StreamReaderProtocol:
         return asyncio.StreamReaderProtocol(PeerReader(limits.max_header_bytes), on_connect)
 
-    parsed = urlparse(uri)
-    if parsed.scheme == "tcp" and parsed.port is not None:
-        return await loop.create_server(protocol, host=parsed.hostname, port=parsed.port)
+    parsed = urlparse(uri)  # tcp://HOST:PORT or unix://PATH (``config.validate``)
     if parsed.scheme == "unix":
         return await loop.create_unix_server(protocol, path=parsed.path)
-    raise ValueError(f"--uri must be tcp://HOST:PORT or unix://PATH, not {uri}")
+    assert parsed.port is not None, uri
+    return await loop.create_server(protocol, host=parsed.hostname, port=parsed.port)
