@@ -46,6 +46,11 @@
 #        at the same 16-client throughput (twenty-fourth pass);
 #   C81: (after C8, same machine) C8 with scheduler.workers 1: what the second slot costs in memory at batches of 8;
 #   C8E: (after C8, same machine) C8 with CE's frames [64, 128, 192, 256, 512]: 9 stage-2 graphs fewer;
+#   P8:  (a fresh machine: U0 first) P's pool report for C8's engine (two slots, expandable segments), each capture
+#        into its stage's pool with its NVML growth, and what PyTorch holds before the first capture by the code that
+#        allocated it (--origins): where C8's 1.7 GiB goes (twenty-fifth pass);
+#   D8:  (a fresh machine: U0 first) D's doctor on C8's setting (examples/torch-cuda.yaml): parity of the shipped
+#        fused setting, stage 1's attention fused since the twenty-fifth pass;
 #   CRE: (a fresh machine: U0 first) CR's pairs at CE's memory setting (batch_frames 1024, frames [64, 128, 160,
 #        192, 256, 512], expandable segments): the 1.5 GB goal with the faster lone sentence;
 #   CM:  (a fresh machine: U0 first) unpack, then C with engine.batch_frames 1024 (C's fusion, M's shapes: memory).
@@ -100,9 +105,11 @@
 # user's are elsewhere: "load_from_child"), its log and the server's wavs for the ear in $OUT.
 # SWITCH_MS=N: a measured step's server with the interpreter's GIL switch interval at N ms (gpu_table.py --switch-ms;
 # twenty-second pass: 1 and 20 against the default 5).
+# TREE=DIR: a measured step runs the tree under DIR (carried, e.g. `git archive REV wyoming_fasttts benchmarks
+# examples` unpacked under .gpu/): an earlier commit side by side with the checkout on one machine.
 # usage (from the checkout's root): bash benchmarks/h200_torch.sh STEP   (.gpu/code is not needed: the tree travels)
 set -uo pipefail
-step=$1 pack=/opt/pack root=$PWD code=$PWD  # the working tree travels with every call
+step=$1 pack=/opt/pack root=$PWD code=$PWD${TREE:+/$TREE}  # the working tree travels with every call
 export PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR=/opt/pack/inductor
 log="$OUT"/$step.log
 mkdir -p $pack/chunks $pack/ic
@@ -131,7 +138,7 @@ IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|CRE|DH|DC|DR|DBP|CM|CL|CX|CE|PM|R|PF|PP|HC|HCAB)
+T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|CRE|DH|DC|DR|DBP|D8|CM|CL|CX|CE|PM|P8|R|PF|PP|HC|HCAB)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -180,9 +187,11 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|CRE|DH|DC|DR|DBP|CM|CL|CX|CE|PM|
   E) measure "--config $pack/eager.yaml" ;;
   H) measure "--config $pack/fp16.yaml" ;;
   PM) pool 500 --config $pack/CM.yaml --out "$OUT"/pool-CM${TAG:-}.json ;;
+  P8) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True pool "${MEASURE_S:-400}" --config $pack/C8.yaml --origins \
+      --out "$OUT"/pool-C8${TAG:-}.json ;;
   P) for order in largest smallest; do pool 150 --order $order --out "$OUT"/pool-$order.json; done ;;
-  D|DH|DC|DR|DBP) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
-      --engine torch-cuda --config "$pack/$(case $step in DH) echo fp16;; DC) echo C;; DR) echo CR;; DBP) echo CBP;; *) echo eager;; esac).yaml" \
+  D|DH|DC|DR|DBP|D8) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
+      --engine torch-cuda --config "$pack/$(case $step in DH) echo fp16;; DC) echo C;; DR) echo CR;; DBP) echo CBP;; D8) echo C8;; *) echo eager;; esac).yaml" \
       --data-dir $pack/data --runs 20) 2>&1 | quiet ;;
   *) measure "" ;;  # T
   esac ;;

@@ -458,9 +458,16 @@ class _Batched(nn.Module):
 class BatchedDurations(_Batched):
     """Stage 1: padded tokens -> per-token frame counts and the features stage 2 aligns."""
 
-    def __init__(self, kmodel: nn.Module) -> None:
+    def __init__(self, kmodel: nn.Module, fused_attention: bool = False) -> None:
         super().__init__(kmodel, _STAGE1_PARTS, [name for name, m in kmodel.named_modules()
                                                  if isinstance(m, nn.LSTM) and name not in _STAGE2_LSTMS])
+        self.fused_attention = fused_attention
+        """ALBERT's attention as one ``scaled_dot_product_attention`` call instead of the matrix products and softmax
+        the ONNX export writes (``export.batched``): the same arithmetic (durations equal, d within 1e-4 on the CPU)
+        without the [B, heads, T, T] scores in memory, 96 MiB each at 8 rows of 512 tokens in fp32. Those set the
+        peak of the torch-cuda engine's stage-1 graphs, which have a pool of their own with two slots: fused, the
+        server of examples/torch-cuda.yaml holds 1644-1650 MiB of device memory instead of 1708-1710, its speed
+        and doctor's parity unchanged (an H100, 2026-12-06, side by side, docs/BENCHMARKS.md, twenty-fifth pass)."""
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor, style: torch.Tensor,
                 speed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -491,8 +498,12 @@ class BatchedDurations(_Batched):
 
         for _ in range(bert.config.num_hidden_layers):
             q, key, v = heads(att.query(x)), heads(att.key(x)), heads(att.value(x))
-            probs = torch.softmax(torch.matmul(q, key.transpose(2, 3)) * att.scaling + bias, dim=-1)
-            context = torch.matmul(probs, v).transpose(1, 2).reshape(x.shape)
+            if self.fused_attention:
+                context = F.scaled_dot_product_attention(q, key, v, attn_mask=bias, scale=att.scaling)
+            else:
+                probs = torch.softmax(torch.matmul(q, key.transpose(2, 3)) * att.scaling + bias, dim=-1)
+                context = torch.matmul(probs, v)
+            context = context.transpose(1, 2).reshape(x.shape)
             x = att.LayerNorm(x + att.dense(context))
             x = layer.full_layer_layer_norm(layer.ffn_output(layer.activation(layer.ffn(x))) + x)
         return x
