@@ -51,6 +51,9 @@
 #        allocated it (--origins): where C8's 1.7 GiB goes (twenty-fifth pass);
 #   D8:  (a fresh machine: U0 first) D's doctor on C8's setting (examples/torch-cuda.yaml): parity of the shipped
 #        fused setting, stage 1's attention fused since the twenty-fifth pass;
+#   C8T: (after C8, same machine) C8 with engine.batch_tokens 1024: stage 1's 512-token shapes only as a pair (P8:
+#        those at 4 and 8 rows held 122 MiB of graphs and set stage 1's pool), long sentences two at a time;
+#   P8T: (after P8, same machine) P8 on C8T's setting;
 #   CRE: (a fresh machine: U0 first) CR's pairs at CE's memory setting (batch_frames 1024, frames [64, 128, 160,
 #        192, 256, 512], expandable segments): the 1.5 GB goal with the faster lone sentence;
 #   CM:  (a fresh machine: U0 first) unpack, then C with engine.batch_frames 1024 (C's fusion, M's shapes: memory).
@@ -138,7 +141,7 @@ IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|CRE|DH|DC|DR|DBP|D8|CM|CL|CX|CE|PM|P8|R|PF|PP|HC|HCAB)
+T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8T|CRE|DH|DC|DR|DBP|D8|CM|CL|CX|CE|PM|P8|P8T|R|PF|PP|HC|HCAB)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -163,6 +166,7 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|CRE|DH|DC|DR|DBP|D8|CM|CL|CX|CE|
   cp "$code"/examples/torch-cuda.yaml $pack/C8.yaml  # the shipped example (CF's engine, batches of at most 8)
   { cat $pack/C8.yaml; printf '  workers: 1\n'; } > $pack/C81.yaml
   { cat $pack/CE.yaml; printf 'scheduler:\n  max_batch: 8\n  preferred_batch_sizes: [4, 8]\n'; } | sed 's/batch_frames: 1024/batch_frames: 2048/' > $pack/C8E.yaml
+  sed 's/^engine:$/engine:\n  batch_tokens: 1024/' $pack/C8.yaml > $pack/C8T.yaml  # inside C8's engine block
   case $step in  # the step's run, on the unpacked pack
   R) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_compile_rows.py \
       --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx --vocab $pack/data/vocab.json \
@@ -180,15 +184,15 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|CRE|DH|DC|DR|DBP|D8|CM|CL|CX|CE|
       --set 'scheduler.preferred_batch_sizes=[4, 8, 16]' --clients 1,4,16 \
       --where "child process" --out "$OUT/host-ceiling-ab-$k-$(basename "$(realpath "$tree")").json") 2>&1 \
       | grep QPS | sed "s|^|$tree $k: |" | tee -a "$log"; done; done ;;
-  CL|CE|CRE|C8|C81|C8E) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/$step.yaml" ;;
+  CL|CE|CRE|C8|C81|C8E|C8T) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/$step.yaml" ;;
   CX) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml" ;;
   C|CM|CW|CF|CR|CB|CBP|CBP1) measure "--config $pack/$step.yaml" ;;
   CIC) measure "--config $pack/C.yaml"; pack_cache ;;
   E) measure "--config $pack/eager.yaml" ;;
   H) measure "--config $pack/fp16.yaml" ;;
   PM) pool 500 --config $pack/CM.yaml --out "$OUT"/pool-CM${TAG:-}.json ;;
-  P8) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True pool "${MEASURE_S:-400}" --config $pack/C8.yaml --origins \
-      --out "$OUT"/pool-C8${TAG:-}.json ;;
+  P8|P8T) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True pool "${MEASURE_S:-400}" --config $pack/C${step#P}.yaml \
+      --origins --out "$OUT"/pool-C${step#P}${TAG:-}.json ;;
   P) for order in largest smallest; do pool 150 --order $order --out "$OUT"/pool-$order.json; done ;;
   D|DH|DC|DR|DBP|D8) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
       --engine torch-cuda --config "$pack/$(case $step in DH) echo fp16;; DC) echo C;; DR) echo CR;; DBP) echo CBP;; D8) echo C8;; *) echo eager;; esac).yaml" \

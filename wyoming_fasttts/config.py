@@ -114,6 +114,7 @@ class EngineSettings:
     max_frames: int
     batched: str
     batch_frames: int
+    batch_tokens: int
     tail_frames: int
     device_id: int
     opt_tokens: int
@@ -301,6 +302,8 @@ def validate(settings: Settings) -> None:
         raise ConfigError("assets.source must be registry or hub")
     if not 1 <= settings.engine.max_tokens <= 510:
         raise ConfigError("engine.max_tokens must be between 1 and 510")
+    if settings.engine.batch_tokens < 0:
+        raise ConfigError("engine.batch_tokens must be 0 (no cap) or a number of rows x tokens")
     unknown = sorted(set(settings.engine.cuda_arena) - set(ARENA_KEYS))
     for key in unknown:
         if key in REFUSED_ARENA_KEYS:

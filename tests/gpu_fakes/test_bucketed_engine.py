@@ -47,20 +47,32 @@ def setup():
     return graphs, items, expected
 
 
-def _engine(graphs, batch_frames: int) -> GraphOnnxRuntimeEngine:
-    buckets = Buckets.for_limits(max_batch=4, max_tokens=62, max_frames=192, batch_frames=batch_frames)
+def _engine(graphs, batch_frames: int, batch_tokens: int = 0) -> GraphOnnxRuntimeEngine:
+    buckets = Buckets.for_limits(max_batch=4, max_tokens=62, max_frames=192, batch_frames=batch_frames,
+                                 batch_tokens=batch_tokens)
     return GraphOnnxRuntimeEngine(graphs.stage1, graphs.stage2, buckets=buckets, providers=["CPUExecutionProvider"],
                                   options=session_options(2), tail_frames=4, name="onnxruntime")
 
 
-@pytest.mark.parametrize("batch_frames", [768, 192], ids=["one stage-2 call", "split into calls"])
-def test_padded_rows_equal_rows_alone(setup, batch_frames: int) -> None:
+@pytest.mark.parametrize(("batch_frames", "batch_tokens"), [(768, 0), (192, 0), (768, 64)],
+                         ids=["one stage-2 call", "split into calls", "stage 1 in two calls"])
+def test_padded_rows_equal_rows_alone(setup, monkeypatch, batch_frames: int, batch_tokens: int) -> None:
+    """batch_tokens 64: the long sentence (128-token bucket) runs stage 1 alone, the two short ones (32) as a pair."""
     graphs, items, expected = setup
-    engine = _engine(graphs, batch_frames)
+    engine = _engine(graphs, batch_frames, batch_tokens)
+    calls: list[tuple[int, ...]] = []
+    run = engine.stage1.run
+
+    def noted(shape: tuple[int, ...]) -> object:
+        calls.append(shape)
+        return run(shape)
+
+    monkeypatch.setattr(engine.stage1, "run", noted)
     try:
         got = engine.synthesize_batch(items)  # 3 rows -> 4 (a repeated row), tokens and frames to buckets
     finally:
         engine.close()
+    assert calls == ([(1, 128), (2, 32)] if batch_tokens else [(4, 128)])
     for (audio, frames), (ref_audio, ref_frames) in zip(got, expected, strict=True):
         assert np.array_equal(frames, ref_frames)
         assert len(audio) == len(ref_audio) == frames.sum() * 600

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -134,6 +135,28 @@ def test_a_batch_s_stage_1_runs_while_another_s_stage_2_does_and_each_keeps_its_
         results = [*done_first.result(timeout=300), *done_second.result(timeout=300)]
     assert second_stage1_ran.is_set()
     for item, (audio, frames) in zip([*first, *second], results, strict=True):
+        _same_as_alone(reference, item, audio, frames)
+
+
+def test_a_batch_over_batch_tokens_runs_stage_1_in_calls_within_it_and_keeps_each_row(setup, monkeypatch) -> None:
+    """``engine.batch_tokens`` 128: a pair at the 128-token bucket is over it, so a batch of the long sentence (128
+    tokens) and a short one (64) runs as two, the long one first; each row is still its sentence alone, in order."""
+    engine, reference, items = setup
+    capped = TorchGraphEngine(*engine._stages, buckets=replace(engine.buckets, batch_tokens=128), tail_frames=0,
+                              device="cpu", compile=False)
+    assert (2, 128) not in capped.shapes1 and {(1, 128), (2, 64)} <= set(capped.shapes1)
+    calls: list[tuple[int, int]] = []
+    stage1 = capped._stage1
+
+    def noted(feeds: dict[str, np.ndarray], rows: int, tokens: int) -> np.ndarray:
+        calls.append((rows, tokens))
+        return stage1(feeds, rows, tokens)
+
+    monkeypatch.setattr(capped, "_stage1", noted)
+    batch = [items[SHORT[0][0]], items[LONG[0]]]
+    results = capped.synthesize_batch(batch)
+    assert calls == [(1, 128), (1, 64)]
+    for item, (audio, frames) in zip(batch, results, strict=True):
         _same_as_alone(reference, item, audio, frames)
 
 

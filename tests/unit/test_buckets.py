@@ -1,6 +1,9 @@
-"""Shape buckets: every batch lands on a shape the engine warmed, and stage-2 calls stay within batch_frames."""
+"""Shape buckets: every batch lands on shapes the engine warmed, stage-1 calls stay within batch_tokens and stage-2
+calls within batch_frames."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import onnxruntime as ort
@@ -8,7 +11,14 @@ import pytest
 from onnx import TensorProto, helper
 
 from wyoming_fasttts.backends.base import EngineError, SynthesisItem
-from wyoming_fasttts.backends.buckets import Buckets, bucket_feeds, paired_rows, stage2_groups
+from wyoming_fasttts.backends.buckets import (
+    Buckets,
+    bucket_feeds,
+    in_stage1_groups,
+    paired_rows,
+    stage1_groups,
+    stage2_groups,
+)
 from wyoming_fasttts.config import load_settings
 from wyoming_fasttts.graphs.cuda_fixes import replace_atan
 
@@ -20,6 +30,8 @@ SHIPPED = Buckets.for_limits(16, _ENGINE.max_tokens, _ENGINE.max_frames, _ENGINE
 PAIRED = paired_rows(Buckets.for_limits(16, _ENGINE.max_tokens, _ENGINE.max_frames, 1024, rows=_ENGINE.buckets.rows,
                                         tokens=_ENGINE.buckets.tokens, frames=_ENGINE.buckets.frames))
 """torch-cuda compiled, at half the shipped batch_frames: no one-row bucket, and a pair at 1024 frames is over it."""
+CAPPED = replace(PAIRED, batch_tokens=1024)
+"""PAIRED with stage 1 capped at 1024 rows x tokens: sentences over 126 ids (the 512-token bucket) two at a time."""
 
 
 def test_default_buckets_cover_the_limits() -> None:
@@ -41,29 +53,51 @@ def test_chosen_steps_end_at_the_limits() -> None:
     assert small.token_bucket(102) == 102 and small.row_bucket(5) == 8
 
 
-@pytest.mark.parametrize("buckets", [DEFAULT, SHIPPED, PAIRED], ids=["derived", "shipped", "paired"])
+@pytest.mark.parametrize("buckets", [DEFAULT, SHIPPED, PAIRED, CAPPED], ids=["derived", "shipped", "paired", "capped"])
 @pytest.mark.parametrize("seed", range(20))
-def test_every_stage2_call_is_a_warmed_shape_within_batch_frames(seed: int, buckets: Buckets) -> None:
-    """Random batches: stage 1's shape and each stage-2 call's (rows, tokens, frames) are among the shapes
-    warmed at start-up, each row is rendered once, and no call exceeds batch_frames but a lone row in the
-    smallest row bucket (a pair, ``paired_rows``)."""
+def test_every_call_is_a_warmed_shape_within_its_cap(seed: int, buckets: Buckets) -> None:
+    """Random batches: each stage-1 call's shape (``stage1_groups``) and each stage-2 call's (rows, tokens, frames)
+    are among the shapes warmed at start-up, each row is rendered once, no stage-1 call exceeds batch_tokens and no
+    stage-2 call batch_frames but a lone row in the smallest row bucket (a pair, ``paired_rows``)."""
     rng = np.random.default_rng(seed)
     rows = int(rng.integers(1, 17))
     lengths = rng.integers(1, 200, rows)
     items = [SynthesisItem(np.ones(n, np.int64), np.zeros(256, np.float32)) for n in lengths]
-    feeds, real = bucket_feeds(items, buckets)
-    b, t = feeds["tokens"].shape
-    assert (b, t) in buckets.stage1_shapes() and real == rows
     # every token lasts >= 1 frame; long pauses make some rows much longer than their tokens
     frames = np.minimum(lengths + 2 + rng.integers(0, 6, rows) * lengths, 1024)
-    warmed = set(buckets.stage2_shapes())
+    warmed1, warmed2 = set(buckets.stage1_shapes()), set(buckets.stage2_shapes())
     seen: list[int] = []
-    for group, gb, f in stage2_groups(frames, t, buckets):
-        assert (gb, t, f) in warmed
-        assert len(group) <= gb and frames[group].max() <= f
-        assert gb * f <= buckets.batch_frames or (len(group) == 1 and gb == buckets.rows[0] == 2)
-        seen += group.tolist()
+    for call in stage1_groups(items, buckets):
+        feeds, real = bucket_feeds([items[i] for i in call], buckets)
+        b, t = feeds["tokens"].shape
+        assert (b, t) in warmed1 and real == len(call)
+        assert b * t <= (buckets.batch_tokens or b * t) or (len(call) == 1 and b == buckets.rows[0])
+        for group, gb, f in stage2_groups(frames[call], t, buckets):
+            assert (gb, t, f) in warmed2
+            assert len(group) <= gb and frames[call][group].max() <= f
+            assert gb * f <= buckets.batch_frames or (len(group) == 1 and gb == buckets.rows[0] == 2)
+            seen += call[group].tolist()
     assert sorted(seen) == list(range(rows))
+
+
+def test_a_stage_1_cap_drops_the_long_shapes_and_runs_long_sentences_a_few_at_a_time() -> None:
+    """At 1024 rows x tokens the 512-token bucket keeps only its pair; a batch of 8 with three long sentences runs
+    longest first: the two longest, the third with the longest short one (a pair at 512 tokens), the other four
+    short ones in one call at their own bucket, and the results come back in the batch's order."""
+    assert {(b, t) for b, t in PAIRED.stage1_shapes()} - set(CAPPED.stage1_shapes()) == {
+        (4, 512), (8, 512), (16, 512), (16, 128)}
+    assert (2, 512) in CAPPED.stage1_shapes() and CAPPED.stage1_rows(512) == 2 and CAPPED.stage1_rows(64) == 16
+    lengths = [20, 300, 15, 200, 30, 250, 10, 25]
+    items = [SynthesisItem(np.full(n, n, np.int64), np.zeros(256, np.float32)) for n in lengths]
+    calls: list[list[int]] = []
+
+    def run(part: list[SynthesisItem]) -> list[int]:
+        calls.append([len(item) for item in part])
+        return [len(item) for item in part]
+
+    assert in_stage1_groups(items, CAPPED, run) == lengths
+    assert calls == [[300, 250], [200, 30], [20, 15, 10, 25]]
+    assert [len(call) for call in stage1_groups(items, PAIRED)] == [8]
 
 
 def test_paired_rows_leave_no_one_row_bucket_and_keep_every_frame_bucket_runnable() -> None:

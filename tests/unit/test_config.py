@@ -47,6 +47,8 @@ def test_a_side_server_address_it_cannot_listen_on_is_refused_and_empty_turns_it
 def test_a_bucket_step_below_one_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=re.escape("engine.buckets.frames must be positive")):
         load_settings(_user_file(tmp_path, "engine:\n  buckets:\n    frames: [0, 64]\n"))
+    with pytest.raises(ConfigError, match=re.escape("engine.batch_tokens must be 0 (no cap)")):
+        load_settings(_user_file(tmp_path, "engine:\n  batch_tokens: -1\n"))
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from .batching import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS, stage1_feeds
 
 MIN_TOKENS = 32
 MIN_FRAMES = 32
+_T = TypeVar("_T")
 
 
 def _powers_of_two(low: int, high: int, step: int = 2) -> tuple[int, ...]:
@@ -68,10 +70,19 @@ class Buckets:
     tokens: tuple[int, ...]
     frames: tuple[int, ...]
     batch_frames: int
+    batch_tokens: int = 0
+    """Most rows x tokens (a token bucket) one stage-1 call takes, the smallest row bucket always allowed; 0: no cap.
+
+    Why a cap. A captured graph holds device memory of its own that grows with its length, since the LSTMs step
+    through every token, each step its own kernels: stage 1's graphs at 512 tokens held 46 / 76 / 76 MiB at 8 / 4 / 2
+    rows, the twelve stage-1 graphs 298 MiB in all, and the one at 8 rows set stage 1's pool (168 MiB) with the
+    largest working set (an H100, the torch-cuda engine, 2026-12-06, docs/BENCHMARKS.md, twenty-fifth pass).
+    Sentences that long are rare, so a cap that sends them through stage 1 a few at a time drops the largest shapes."""
 
     @classmethod
     def for_limits(cls, max_batch: int, max_tokens: int, max_frames: int, batch_frames: int, *,
-                   rows: Sequence[int] = (), tokens: Sequence[int] = (), frames: Sequence[int] = ()) -> Buckets:
+                   rows: Sequence[int] = (), tokens: Sequence[int] = (), frames: Sequence[int] = (),
+                   batch_tokens: int = 0) -> Buckets:
         """``max_tokens`` counts phoneme ids (the two pads are added here); the largest bucket of each holds
         its limit, so every sentence the engine accepts has a bucket. ``rows``, ``tokens`` (pads included),
         ``frames``: chosen steps (``engine.buckets``) instead of the derived ones; the limit is added where the
@@ -79,7 +90,7 @@ class Buckets:
         return cls(rows=_chosen(rows, max_batch) or _powers_of_two(1, max_batch),
                    tokens=_chosen(tokens, max_tokens + 2) or _powers_of_two(MIN_TOKENS, max_tokens + 2, 4),
                    frames=_chosen(frames, max_frames) or _root_two_steps(MIN_FRAMES, max_frames),
-                   batch_frames=max(batch_frames, max_frames))
+                   batch_frames=max(batch_frames, max_frames), batch_tokens=batch_tokens)
 
     @staticmethod
     def _up(value: int, steps: Sequence[int], what: str) -> int:
@@ -101,8 +112,16 @@ class Buckets:
         """Most rows one stage-2 call of ``frames`` (a bucket) may take within ``batch_frames``."""
         return max([b for b in self.rows if b * frames <= self.batch_frames] or [1])
 
+    def stage1_fits(self, rows: int, tokens: int) -> bool:
+        """Whether a stage-1 call of ``rows`` x ``tokens`` (buckets) is within ``batch_tokens``."""
+        return rows == self.rows[0] or not self.batch_tokens or rows * tokens <= self.batch_tokens
+
+    def stage1_rows(self, tokens: int) -> int:
+        """Most rows one stage-1 call at token bucket ``tokens`` may take."""
+        return max(b for b in self.rows if self.stage1_fits(b, tokens))
+
     def stage1_shapes(self) -> list[tuple[int, int]]:
-        return [(b, t) for b in self.rows for t in self.tokens]
+        return [(b, t) for b in self.rows for t in self.tokens if self.stage1_fits(b, t)]
 
     def stage2_shapes(self) -> list[tuple[int, int, int]]:
         """Every (rows, tokens, frames) stage 2 can meet: rows x frames within ``batch_frames`` (the smallest row
@@ -110,7 +129,7 @@ class Buckets:
         at least one frame per token (each token lasts >= 1 frame, so a row of T tokens has >= T frames: a frame
         bucket below half the token bucket never occurs)."""
         return [(b, t, f) for b in self.rows for t in self.tokens for f in self.frames
-                if (b == self.rows[0] or b * f <= self.batch_frames) and 2 * f >= t]
+                if (b == self.rows[0] or b * f <= self.batch_frames) and 2 * f >= t and self.stage1_fits(b, t)]
 
 
 def paired_rows(buckets: Buckets) -> Buckets:
@@ -160,19 +179,47 @@ def pad_to(array: np.ndarray, shape: Sequence[int]) -> np.ndarray:
     return out
 
 
+def _longest_first(sizes: np.ndarray, bucket: Callable[[int], int],
+                   most: Callable[[int], int]) -> list[tuple[np.ndarray, int]]:
+    """(indices, bucket) of each call: the longest remaining row sets the call's bucket and the call takes as
+    many of the next longest as ``most(bucket)`` allows; all in one call, in order, where they fit."""
+    order = np.argsort(-np.asarray(sizes), kind="stable")
+    groups, start = [], 0
+    while start < len(order):
+        size = bucket(int(sizes[order[start]]))
+        take = order[start:start + most(size)]
+        groups.append((np.sort(take), size))
+        start += len(take)
+    return groups
+
+
+def stage1_groups(items: Sequence[SynthesisItem], buckets: Buckets) -> list[np.ndarray]:
+    """The items (indices) of each stage-1 call: one call where the batch's rows x token bucket fits
+    ``batch_tokens``, else longest sentences first (``Buckets.batch_tokens``)."""
+    tokens = np.array([len(item) + 2 for item in items])  # the two pads
+    return [take for take, _ in _longest_first(tokens, buckets.token_bucket, buckets.stage1_rows)]
+
+
+def in_stage1_groups(items: Sequence[SynthesisItem], buckets: Buckets,
+                     run: Callable[[Sequence[SynthesisItem]], list[_T]]) -> list[_T]:
+    """``run`` (a batch's whole path) over each stage-1 call's items (``stage1_groups``), results in item order. A
+    batch over the largest row bucket is refused, not split: the scheduler never forms one."""
+    buckets.row_bucket(len(items))
+    groups = stage1_groups(items, buckets)
+    if len(groups) == 1:
+        return run(items)
+    results: dict[int, _T] = {}
+    for group in groups:
+        results.update(zip(group.tolist(), run([items[i] for i in group]), strict=True))
+    return [results[i] for i in range(len(items))]
+
+
 def stage2_groups(frames: np.ndarray, tokens: int, buckets: Buckets) -> list[tuple[np.ndarray, int, int]]:
     """(rows, row bucket, frame bucket) of each stage-2 call at token bucket ``tokens``: all rows in one call
     when rows x frames fits ``batch_frames``, else longest rows first, each call taking as many rows as its
     frame bucket allows. A frame bucket is never below half the token bucket (``stage2_shapes``)."""
-    frames = np.asarray(frames)
-    order = np.argsort(-frames, kind="stable")
-    groups, start = [], 0
-    while start < len(order):
-        f = buckets.frame_bucket(max(int(frames[order[start]]), (tokens + 1) // 2))
-        take = order[start:start + buckets.max_rows(f)]
-        groups.append((np.sort(take), buckets.row_bucket(len(take)), f))
-        start += len(take)
-    return groups
+    groups = _longest_first(frames, lambda n: buckets.frame_bucket(max(n, (tokens + 1) // 2)), buckets.max_rows)
+    return [(take, buckets.row_bucket(len(take)), f) for take, f in groups]
 
 
 def stage2_plan(durations: np.ndarray, lengths: np.ndarray, real: int, tokens: int, buckets: Buckets,

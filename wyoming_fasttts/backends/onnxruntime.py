@@ -402,7 +402,7 @@ def create_onnxruntime_engine(settings: Settings, assets: ModelAssets, backend: 
             chosen = eng.buckets
             buckets = Buckets.for_limits(settings.scheduler.max_batch, eng.max_tokens, eng.max_frames,
                                          eng.batch_frames, rows=chosen.rows, tokens=chosen.tokens,
-                                         frames=chosen.frames)
+                                         frames=chosen.frames, batch_tokens=eng.batch_tokens)
             return GraphOnnxRuntimeEngine(batched.stage1, batched.stage2, buckets=buckets,
                                           providers=common["providers"], options=common["options"],
                                           tail_frames=eng.tail_frames, name=backend, device_id=eng.device_id,

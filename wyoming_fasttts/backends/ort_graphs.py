@@ -55,6 +55,7 @@ from .buckets import (
     Buckets,
     bucket_feeds,
     call_rows,
+    in_stage1_groups,
     run_groups,
     stage2_plan,
     tensor_dims,
@@ -286,7 +287,10 @@ class GraphOnnxRuntimeEngine:
 
     def synthesize_batch(self, items: Sequence[SynthesisItem]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each item's audio and the frames per token it was rendered with, in item order (a batch over the
-        largest row bucket is refused by ``bucket_feeds``)."""
+        largest row bucket is refused by ``bucket_feeds``), as one batch or, over ``engine.batch_tokens``, several."""
+        return in_stage1_groups(items, self.buckets, self._batch)
+
+    def _batch(self, items: Sequence[SynthesisItem]) -> list[tuple[np.ndarray, np.ndarray]]:
         feeds, real = bucket_feeds(items, self.buckets)
         rows, tokens = feeds["tokens"].shape
         with self._lock:

@@ -78,6 +78,7 @@ from .buckets import (
     Buckets,
     bucket_feeds,
     call_rows,
+    in_stage1_groups,
     paired_rows,
     run_groups,
     stage2_plan,
@@ -343,10 +344,14 @@ class TorchGraphEngine:
     def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
         return self.synthesize_batch([item])[0]
 
-    @torch.inference_mode()
     def synthesize_batch(self, items: Sequence[SynthesisItem]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each item's audio and the frames per token it was rendered with, in item order (a batch over the
-        largest row bucket is refused by ``bucket_feeds``).
+        largest row bucket is refused by ``bucket_feeds``), as one batch or, over ``engine.batch_tokens``, several."""
+        return in_stage1_groups(items, self.buckets, self._batch)
+
+    @torch.inference_mode()
+    def _batch(self, items: Sequence[SynthesisItem]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """One batch through both stages.
 
         Pipelined (two slots): a batch holds stage 1's lock through its stage 1 and the host step, takes stage 2's
         (the last batch's stage 2 has ended) to hand its stage-1 results over, then lets stage 1's go: the next
@@ -489,7 +494,8 @@ def create_torch_engine(settings: Settings, assets: ModelAssets, device: str | N
     stage2 = reference.BatchedVocoder(kmodel, eng.precision, planar=compiled)
     chosen = eng.buckets
     buckets = Buckets.for_limits(settings.scheduler.max_batch, eng.max_tokens, eng.max_frames, eng.batch_frames,
-                                 rows=chosen.rows, tokens=chosen.tokens, frames=chosen.frames)
+                                 rows=chosen.rows, tokens=chosen.tokens, frames=chosen.frames,
+                                 batch_tokens=eng.batch_tokens)
     if compiled:
         # cuDNN times its algorithms for each convolution shape as warm-up first runs it (the captured graphs keep
         # the picks): its heuristics alone chose a generic kernel for one NHWC shape of the planar stage 2 that took
