@@ -54,6 +54,9 @@
 #   C8T: (after C8, same machine) C8 with engine.batch_tokens 1024: stage 1's 512-token shapes only as a pair (P8:
 #        those at 4 and 8 rows held 122 MiB of graphs and set stage 1's pool), long sentences two at a time;
 #   P8T: (after P8, same machine) P8 on C8T's setting;
+#   C8TW: (after C8T, same machine) C8T with CUBLAS_WORKSPACE_CONFIG=:4096:1 (4 MiB instead of PyTorch's 32 MiB on
+#        Hopper): P8 found one 32 MiB cuBLAS workspace in each stage's graph pool (one per capture stream); the eager
+#        reference in the same process runs with it too;
 #   CRE: (a fresh machine: U0 first) CR's pairs at CE's memory setting (batch_frames 1024, frames [64, 128, 160,
 #        192, 256, 512], expandable segments): the 1.5 GB goal with the faster lone sentence;
 #   CM:  (a fresh machine: U0 first) unpack, then C with engine.batch_frames 1024 (C's fusion, M's shapes: memory).
@@ -141,7 +144,7 @@ IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8T|CRE|DH|DC|DR|DBP|D8|CM|CL|CX|CE|PM|P8|P8T|R|PF|PP|HC|HCAB)
+T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8T|C8TW|CRE|DH|DC|DR|DBP|D8|CM|CL|CX|CE|PM|P8|P8T|R|PF|PP|HC|HCAB)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -186,6 +189,7 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8T|CRE|DH|DC|DR|DBP|D8|CM|CL|CX
       | grep QPS | sed "s|^|$tree $k: |" | tee -a "$log"; done; done ;;
   CL|CE|CRE|C8|C81|C8E|C8T) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/$step.yaml" ;;
   CX) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml" ;;
+  C8TW) CUBLAS_WORKSPACE_CONFIG=:4096:1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/C8T.yaml" ;;
   C|CM|CW|CF|CR|CB|CBP|CBP1) measure "--config $pack/$step.yaml" ;;
   CIC) measure "--config $pack/C.yaml"; pack_cache ;;
   E) measure "--config $pack/eager.yaml" ;;
