@@ -10,8 +10,9 @@ PyTorch's counters do not see). ``PYTORCH_CUDA_ALLOC_CONF`` is recorded as it wa
 Captures go where the engine puts them (``TorchGraphEngine._capture``): with two slots each stage into a pool and
 capture stream of its own. Each capture's row has the process's NVML growth beside PyTorch's reserved growth (what
 the driver holds for the graph itself). ``--origins`` records PyTorch's allocation history from the start and names
-what is still allocated before the first capture (beyond weights and buffers), by the code that allocated it
-(twenty-fifth pass: 674 MiB reserved there against 281 of weights and buffers).
+what is still allocated before the first capture, by the code that allocated it (twenty-fifth pass: weights 236
+MiB, I/O buffers 45, one 32 MiB cuBLAS workspace; the 674 MiB the server's engine reported reserved there under
+gpu_table.py includes the eager reference model beside it in that process).
 
     python benchmarks/gpu_torch_pool.py --data-dir D [--order largest|smallest] [--config C.yaml] [--origins]
         --out pool.json
@@ -52,9 +53,13 @@ def main() -> None:
     settings = load_settings(args.config, overrides)
     process: dict[str, float] = {}
 
-    def nvml(step: str) -> None:
+    def process_mib() -> float:
+        """The process's device memory by NVML, once the device has finished what was queued."""
         torch.cuda.synchronize()
-        process[step] = (gpu_process_bytes(os.getpid()) or 0) / MIB
+        return (gpu_process_bytes(os.getpid()) or 0) / MIB
+
+    def nvml(step: str) -> None:
+        process[step] = process_mib()
 
     if args.origins:
         # Live blocks keep their Python stacks; the event log is one entry.
@@ -91,15 +96,14 @@ def main() -> None:
             graph, call = torch.cuda.CUDAGraph(), engine._call(shape)
             pool, stream = places[(len(shape) - 2) % engine.slots]  # as the engine's _capture
             torch.cuda.reset_peak_memory_stats()
-            reserved, before = torch.cuda.memory_reserved(), gpu_process_bytes(os.getpid()) or 0
+            reserved, before = torch.cuda.memory_reserved(), process_mib()
             with torch.cuda.graph(graph, pool=pool, stream=stream):
                 call()
             graphs.append(graph)
-            torch.cuda.synchronize()
             row["captured_peak_mib"] = (torch.cuda.max_memory_allocated() - base_allocated) / MIB
             row["reserved_mib"] = (torch.cuda.memory_reserved() - base_reserved) / MIB
             row["allocated_mib"] = (torch.cuda.memory_allocated() - base_allocated) / MIB
-            row["nvml_growth_mib"] = ((gpu_process_bytes(os.getpid()) or 0) - before) / MIB
+            row["nvml_growth_mib"] = process_mib() - before
             row["outside_pytorch_mib"] = row["nvml_growth_mib"] - (torch.cuda.memory_reserved() - reserved) / MIB
         torch.cuda.empty_cache()
         nvml("captured")
