@@ -40,23 +40,26 @@
 #   CBP1: (after CBP, same machine) CBP with scheduler.workers 1: the engine one batch at a time, its stages' graphs
 #        in one pool, as before the stages were pipelined (twenty-third pass: CBP's default is two slots, a batch's
 #        stage 1 and host step beside the last batch's stage 2);
-#   C8:  (after CBP, same machine) examples/torch-cuda.yaml: CBP's frames with batches of at most 8
-#        (scheduler.max_batch 8, preferred [4, 8]), engine.batch_frames 2048 and expandable segments: with two slots 16 clients run as two batches of 8 anyway
-#        (twenty-third pass), so the 16-row graphs, half the stage-2 pool and half of stage 1's may go (memory goal)
-#        at the same 16-client throughput (twenty-fourth pass);
+#   C8:  (after CBP, same machine) examples/torch-cuda.yaml as the README starts it (LEAN's environment): CBP's frames
+#        with batches of at most 8 (scheduler.max_batch 8, preferred [4, 8]), engine.batch_frames 2048: with two slots
+#        16 clients run as two batches of 8 anyway (twenty-third pass), so the 16-row graphs, half the stage-2 pool
+#        and half of stage 1's may go (memory goal) at the same 16-client throughput (twenty-fourth pass); since the
+#        twenty-sixth pass also engine.batch_tokens 1024 and a 4 MiB cuBLAS workspace (C8T, C8TW);
 #   C81: (after C8, same machine) C8 with scheduler.workers 1: what the second slot costs in memory at batches of 8;
 #   C8E: (after C8, same machine) C8 with CE's frames [64, 128, 192, 256, 512]: 9 stage-2 graphs fewer;
-#   P8:  (a fresh machine: U0 first) P's pool report for C8's engine (two slots, expandable segments), each capture
+#   P8:  (a fresh machine: U0 first) P's pool report for C8's engine (two slots, LEAN's environment), each capture
 #        into its stage's pool with its NVML growth, and what PyTorch holds before the first capture by the code that
-#        allocated it (--origins): where C8's 1.7 GiB goes (twenty-fifth pass);
-#   D8:  (a fresh machine: U0 first) D's doctor on C8's setting (examples/torch-cuda.yaml): parity of the shipped
-#        fused setting, stage 1's attention fused since the twenty-fifth pass;
-#   C8T: (after C8, same machine) C8 with engine.batch_tokens 1024: stage 1's 512-token shapes only as a pair (P8:
-#        those at 4 and 8 rows held 122 MiB of graphs and set stage 1's pool), long sentences two at a time;
-#   P8T: (after P8, same machine) P8 on C8T's setting;
-#   C8TW: (after C8T, same machine) C8T with CUBLAS_WORKSPACE_CONFIG=:4096:1 (4 MiB instead of PyTorch's 32 MiB on
-#        Hopper): P8 found one 32 MiB cuBLAS workspace in each stage's graph pool (one per capture stream); the eager
-#        reference in the same process runs with it too;
+#        allocated it (--origins): where C8's 1.7 GiB went (twenty-fifth pass: C8P's setting), and 1.3 (twenty-sixth);
+#   D8:  (a fresh machine: U0 first) D's doctor on C8's setting (examples/torch-cuda.yaml, LEAN's environment):
+#        parity of the shipped fused setting, stage 1's attention fused since the twenty-fifth pass;
+#   C8P: (after C8, same machine) the twenty-fifth pass's C8, side by side: the example without engine.batch_tokens,
+#        PyTorch's own cuBLAS workspace (32 MiB on Hopper), expandable segments;
+#   C8T: (after C8, same machine) C8 with PyTorch's own cuBLAS workspace: what engine.batch_tokens 1024 alone saves
+#        (twenty-sixth pass: stage 1's 512-token shapes only as a pair; P8 found those at 4 and 8 rows holding 122
+#        MiB of graphs and setting stage 1's pool);
+#   C8TW: C8 (its name in the twenty-sixth pass, before the example took batch_tokens): CUBLAS_WORKSPACE_CONFIG
+#        :4096:1, as P8 found one 32 MiB cuBLAS workspace in each stage's graph pool (one per capture stream); the
+#        eager reference in the same process runs with it too (and slower: 39-41 -> 57-58 ms on an H100);
 #   CRE: (a fresh machine: U0 first) CR's pairs at CE's memory setting (batch_frames 1024, frames [64, 128, 160,
 #        192, 256, 512], expandable segments): the 1.5 GB goal with the faster lone sentence;
 #   CM:  (a fresh machine: U0 first) unpack, then C with engine.batch_frames 1024 (C's fusion, M's shapes: memory).
@@ -116,6 +119,7 @@
 # usage (from the checkout's root): bash benchmarks/h200_torch.sh STEP   (.gpu/code is not needed: the tree travels)
 set -uo pipefail
 step=$1 pack=/opt/pack root=$PWD code=$PWD${TREE:+/$TREE}  # the working tree travels with every call
+LEAN="CUBLAS_WORKSPACE_CONFIG=:4096:1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"  # README's examples/torch-cuda.yaml
 export PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR=/opt/pack/inductor
 log="$OUT"/$step.log
 mkdir -p $pack/chunks $pack/ic
@@ -144,7 +148,7 @@ IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8T|C8TW|CRE|DH|DC|DR|DBP|D8|CM|CL|CX|CE|PM|P8|P8T|R|PF|PP|HC|HCAB)
+T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8P|C8T|C8TW|CRE|DH|DC|DR|DBP|D8|CM|CL|CX|CE|PM|P8|R|PF|PP|HC|HCAB)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -169,7 +173,7 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8T|C8TW|CRE|DH|DC|DR|DBP|D8|CM|
   cp "$code"/examples/torch-cuda.yaml $pack/C8.yaml  # the shipped example (CF's engine, batches of at most 8)
   { cat $pack/C8.yaml; printf '  workers: 1\n'; } > $pack/C81.yaml
   { cat $pack/CE.yaml; printf 'scheduler:\n  max_batch: 8\n  preferred_batch_sizes: [4, 8]\n'; } | sed 's/batch_frames: 1024/batch_frames: 2048/' > $pack/C8E.yaml
-  sed 's/^engine:$/engine:\n  batch_tokens: 1024/' $pack/C8.yaml > $pack/C8T.yaml  # inside C8's engine block
+  grep -v '^  batch_tokens:' $pack/C8.yaml > $pack/C8P.yaml  # the twenty-fifth pass's example
   case $step in  # the step's run, on the unpacked pack
   R) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_compile_rows.py \
       --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx --vocab $pack/data/vocab.json \
@@ -187,18 +191,18 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8T|C8TW|CRE|DH|DC|DR|DBP|D8|CM|
       --set 'scheduler.preferred_batch_sizes=[4, 8, 16]' --clients 1,4,16 \
       --where "child process" --out "$OUT/host-ceiling-ab-$k-$(basename "$(realpath "$tree")").json") 2>&1 \
       | grep QPS | sed "s|^|$tree $k: |" | tee -a "$log"; done; done ;;
-  CL|CE|CRE|C8|C81|C8E|C8T) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/$step.yaml" ;;
+  CL|CE|CRE|C8E|C8P) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/$step.yaml" ;;
+  C8T) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/C8.yaml" ;;
+  C8|C81|C8TW) (export $LEAN; measure "--config $pack/${step/TW/}.yaml") ;;
   CX) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml" ;;
-  C8TW) CUBLAS_WORKSPACE_CONFIG=:4096:1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/C8T.yaml" ;;
   C|CM|CW|CF|CR|CB|CBP|CBP1) measure "--config $pack/$step.yaml" ;;
   CIC) measure "--config $pack/C.yaml"; pack_cache ;;
   E) measure "--config $pack/eager.yaml" ;;
   H) measure "--config $pack/fp16.yaml" ;;
   PM) pool 500 --config $pack/CM.yaml --out "$OUT"/pool-CM${TAG:-}.json ;;
-  P8|P8T) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True pool "${MEASURE_S:-400}" --config $pack/C${step#P}.yaml \
-      --origins --out "$OUT"/pool-C${step#P}${TAG:-}.json ;;
+  P8) (export $LEAN; pool "${MEASURE_S:-400}" --config $pack/C8.yaml --origins --out "$OUT"/pool-C8${TAG:-}.json) ;;
   P) for order in largest smallest; do pool 150 --order $order --out "$OUT"/pool-$order.json; done ;;
-  D|DH|DC|DR|DBP|D8) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
+  D|DH|DC|DR|DBP|D8) ([ "$step" = D8 ] && export $LEAN; cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
       --engine torch-cuda --config "$pack/$(case $step in DH) echo fp16;; DC) echo C;; DR) echo CR;; DBP) echo CBP;; D8) echo C8;; *) echo eager;; esac).yaml" \
       --data-dir $pack/data --runs 20) 2>&1 | quiet ;;
   *) measure "" ;;  # T
