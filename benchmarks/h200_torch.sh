@@ -40,7 +40,7 @@
 #   CBP1: (after CBP, same machine) CBP with scheduler.workers 1: the engine one batch at a time, its stages' graphs
 #        in one pool, as before the stages were pipelined (twenty-third pass: CBP's default is two slots, a batch's
 #        stage 1 and host step beside the last batch's stage 2);
-#   C8:  (after CBP, same machine) examples/torch-cuda.yaml as the README starts it (LEAN's environment): CBP's frames
+#   C8:  (after CBP, same machine) examples/torch-cuda.yaml (its memory keys given as LEAN's environment): CBP's frames
 #        with batches of at most 8 (scheduler.max_batch 8, preferred [4, 8]), engine.batch_frames 2048: with two slots
 #        16 clients run as two batches of 8 anyway (twenty-third pass), so the 16-row graphs, half the stage-2 pool
 #        and half of stage 1's may go (memory goal) at the same 16-client throughput (twenty-fourth pass); since the
@@ -50,10 +50,11 @@
 #   P8:  (a fresh machine: U0 first) P's pool report for C8's engine (two slots, LEAN's environment), each capture
 #        into its stage's pool with its NVML growth, and what PyTorch holds before the first capture by the code that
 #        allocated it (--origins): where C8's 1.7 GiB went (twenty-fifth pass: C8P's setting), and 1.3 (twenty-sixth);
-#   D8:  (a fresh machine: U0 first) D's doctor on C8's setting (examples/torch-cuda.yaml, LEAN's environment):
-#        parity of the shipped fused setting, stage 1's attention fused since the twenty-fifth pass;
+#   D8:  (a fresh machine: U0 first) D's doctor on C8's setting (examples/torch-cuda.yaml, nothing in the environment:
+#        the engine sets its memory keys itself): parity of the shipped fused setting, stage 1's attention fused since
+#        the twenty-fifth pass, and the engine's device memory (twenty-sixth pass: 1442 MiB with LEAN; 2150 in the twenty-fifth, no keys);
 #   C8P: (after C8, same machine) the twenty-fifth pass's C8, side by side: the example without engine.batch_tokens,
-#        PyTorch's own cuBLAS workspace (32 MiB on Hopper), expandable segments;
+#        PyTorch's own cuBLAS workspace (32 MiB on Hopper), expandable segments (in the environment);
 #   C8T: (after C8, same machine) C8 with PyTorch's own cuBLAS workspace: what engine.batch_tokens 1024 alone saves
 #        (twenty-sixth pass: stage 1's 512-token shapes only as a pair; P8 found those at 4 and 8 rows holding 122
 #        MiB of graphs and setting stage 1's pool);
@@ -119,7 +120,9 @@
 # usage (from the checkout's root): bash benchmarks/h200_torch.sh STEP   (.gpu/code is not needed: the tree travels)
 set -uo pipefail
 step=$1 pack=/opt/pack root=$PWD code=$PWD${TREE:+/$TREE}  # the working tree travels with every call
-LEAN="CUBLAS_WORKSPACE_CONFIG=:4096:1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"  # README's examples/torch-cuda.yaml
+# examples/torch-cuda.yaml's engine.torch_expandable_segments and engine.cublas_workspace_kib as the environment: the
+# engine sets them only where nothing in its process has used CUDA yet, and gpu_table.py runs eager PyTorch first
+LEAN="CUBLAS_WORKSPACE_CONFIG=:4096:1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
 export PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR=/opt/pack/inductor
 log="$OUT"/$step.log
 mkdir -p $pack/chunks $pack/ic
@@ -173,7 +176,8 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8P|C8T|C8TW|CRE|DH|DC|DR|DBP|D8
   cp "$code"/examples/torch-cuda.yaml $pack/C8.yaml  # the shipped example (CF's engine, batches of at most 8)
   { cat $pack/C8.yaml; printf '  workers: 1\n'; } > $pack/C81.yaml
   { cat $pack/CE.yaml; printf 'scheduler:\n  max_batch: 8\n  preferred_batch_sizes: [4, 8]\n'; } | sed 's/batch_frames: 1024/batch_frames: 2048/' > $pack/C8E.yaml
-  grep -v '^  batch_tokens:' $pack/C8.yaml > $pack/C8P.yaml  # the twenty-fifth pass's example
+  grep -v -E '^  (batch_tokens|torch_expandable_segments|cublas_workspace_kib):' $pack/C8.yaml > $pack/C8P.yaml  # 25th pass's
+  grep -v '^  cublas_workspace_kib:' $pack/C8.yaml > $pack/C8T.yaml
   case $step in  # the step's run, on the unpacked pack
   R) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_compile_rows.py \
       --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx --vocab $pack/data/vocab.json \
@@ -191,8 +195,7 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8P|C8T|C8TW|CRE|DH|DC|DR|DBP|D8
       --set 'scheduler.preferred_batch_sizes=[4, 8, 16]' --clients 1,4,16 \
       --where "child process" --out "$OUT/host-ceiling-ab-$k-$(basename "$(realpath "$tree")").json") 2>&1 \
       | grep QPS | sed "s|^|$tree $k: |" | tee -a "$log"; done; done ;;
-  CL|CE|CRE|C8E|C8P) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/$step.yaml" ;;
-  C8T) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/C8.yaml" ;;
+  CL|CE|CRE|C8E|C8P|C8T) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/$step.yaml" ;;
   C8|C81|C8TW) (export $LEAN; measure "--config $pack/${step/TW/}.yaml") ;;
   CX) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml" ;;
   C|CM|CW|CF|CR|CB|CBP|CBP1) measure "--config $pack/$step.yaml" ;;
@@ -202,7 +205,7 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8P|C8T|C8TW|CRE|DH|DC|DR|DBP|D8
   PM) pool 500 --config $pack/CM.yaml --out "$OUT"/pool-CM${TAG:-}.json ;;
   P8) (export $LEAN; pool "${MEASURE_S:-400}" --config $pack/C8.yaml --origins --out "$OUT"/pool-C8${TAG:-}.json) ;;
   P) for order in largest smallest; do pool 150 --order $order --out "$OUT"/pool-$order.json; done ;;
-  D|DH|DC|DR|DBP|D8) ([ "$step" = D8 ] && export $LEAN; cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
+  D|DH|DC|DR|DBP|D8) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-400}" python3 -m wyoming_fasttts doctor \
       --engine torch-cuda --config "$pack/$(case $step in DH) echo fp16;; DC) echo C;; DR) echo CR;; DBP) echo CBP;; D8) echo C8;; *) echo eager;; esac).yaml" \
       --data-dir $pack/data --runs 20) 2>&1 | quiet ;;
   *) measure "" ;;  # T

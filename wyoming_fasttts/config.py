@@ -129,6 +129,8 @@ class EngineSettings:
     shared_arena: bool
     cuda_arena: dict[str, int]
     torch_compile: bool
+    torch_expandable_segments: bool
+    cublas_workspace_kib: int
 
     @property
     def engine_path(self) -> Path:
@@ -304,6 +306,8 @@ def validate(settings: Settings) -> None:
         raise ConfigError("engine.max_tokens must be between 1 and 510")
     if settings.engine.batch_tokens < 0:
         raise ConfigError("engine.batch_tokens must be 0 (no cap) or a number of rows x tokens")
+    if settings.engine.cublas_workspace_kib < 0:
+        raise ConfigError("engine.cublas_workspace_kib must be 0 (PyTorch's own) or a size in KiB")
     unknown = sorted(set(settings.engine.cuda_arena) - set(ARENA_KEYS))
     for key in unknown:
         if key in REFUSED_ARENA_KEYS:

@@ -9,9 +9,11 @@ Costs: ~10 s to build the model, ~1 min to warm four shapes and render, ~35 s fo
 from __future__ import annotations
 
 import importlib.util
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,7 +27,7 @@ import torch
 from wyoming_fasttts.assets import ensure_assets, load_vocab, phoneme_ids
 from wyoming_fasttts.backends import create_engine
 from wyoming_fasttts.backends.base import SynthesisItem
-from wyoming_fasttts.backends.torch_cuda import TorchGraphEngine, create_torch_engine
+from wyoming_fasttts.backends.torch_cuda import TorchGraphEngine, _memory_environment, create_torch_engine
 from wyoming_fasttts.config import load_settings
 from wyoming_fasttts.core import EngineError
 from wyoming_fasttts.doctor.checks import MEL_LIMIT_DB
@@ -206,3 +208,17 @@ def test_a_compiled_engine_renders_a_lone_sentence_as_a_pair(setup, monkeypatch)
             _same_as_alone(reference, items[text], audio, frames)
         assert counters["stats"]["unique_graphs"] > 0  # dynamo traced the stages: the pair ran the compiled path
     assert layouts == [False, False, False, True]  # only a planar stage 2 is compiled channels-last
+
+
+def test_the_shipped_example_s_memory_keys_reach_the_environment_and_the_user_s_own_win(monkeypatch, caplog) -> None:
+    """The README starts examples/torch-cuda.yaml with no variables: its keys must become the ones the twenty-sixth
+    pass measured (the libraries read them once, so only the process environment carries them), and a value the
+    user exported is theirs to keep."""
+    example = Path(__file__).parents[2] / "examples" / "torch-cuda.yaml"
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False")
+    with caplog.at_level("INFO", logger="wyoming_fasttts.backends.torch_cuda"):
+        _memory_environment(load_settings(example).engine)
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:1"
+    assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:False"
+    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False (the environment's)" in caplog.text

@@ -68,7 +68,7 @@ import numpy as np
 import torch
 
 from ..assets import ModelAssets, load_vocab
-from ..config import Settings
+from ..config import EngineSettings, Settings
 from ..core import EngineError, SynthesisItem
 from .alignment import SAMPLES_PER_FRAME
 from .base import EngineMemory
@@ -473,6 +473,28 @@ def _unique_bytes(*modules: torch.nn.Module) -> int:
     return sum(seen.values())
 
 
+def _memory_environment(eng: EngineSettings) -> None:
+    """PyTorch's allocator and cuBLAS's workspace as ``engine.torch_expandable_segments`` and
+    ``engine.cublas_workspace_kib`` ask, through the variables both libraries read once (the allocator when CUDA is
+    first initialised, PyTorch's cuBLAS workspace size when cuBLAS first runs): so they are set here, before the engine
+    touches the device, and a value the user set in the environment wins. Why: the fast setting's graphs keep
+    PyTorch's cuBLAS workspace (32 MiB on Hopper) in each stage's pool, and expandable segments let those pools grow
+    by what a capture needs; with ``engine.batch_tokens`` they took examples/torch-cuda.yaml's server from 1646-1648
+    to 1324-1326 MiB at the same speed (an H100, 2026-12-07, docs/BENCHMARKS.md, twenty-sixth pass)."""
+    wanted = {}
+    if eng.torch_expandable_segments:
+        wanted["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    if eng.cublas_workspace_kib:
+        wanted["CUBLAS_WORKSPACE_CONFIG"] = f":{eng.cublas_workspace_kib}:1"
+    set_here = [name for name in wanted if name not in os.environ]
+    for name, value in wanted.items():
+        effective = os.environ.setdefault(name, value)
+        _LOGGER.info("%s=%s%s", name, effective, "" if name in set_here else " (the environment's)")
+    if set_here and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+        _LOGGER.warning("CUDA was initialised in this process before the engine, so %s may not apply: set them in "
+                        "the environment instead", ", ".join(set_here))
+
+
 def create_torch_engine(settings: Settings, assets: ModelAssets, device: str | None = None) -> TorchGraphEngine:
     """The reference stages with the shipped weights on ``engine.device_id`` (``device`` "cpu": tests), at
     ``engine.buckets``; stage 2 in ``engine.precision`` (fp16: convolutions and elementwise work in fp16 with
@@ -488,6 +510,8 @@ def create_torch_engine(settings: Settings, assets: ModelAssets, device: str | N
         raise EngineError("the torch-cuda engine found no CUDA device: this PyTorch is a CPU build or the driver "
                           "is missing (wyoming-fasttts doctor says which)")
     cuda = device.startswith("cuda")
+    if cuda:
+        _memory_environment(eng)
     compiled = eng.torch_compile and cuda
     kmodel = reference.build_kmodel(assets.model, load_vocab(assets.vocab), deterministic=True)
     stage1 = reference.BatchedDurations(kmodel, fused_attention=True)
