@@ -16,8 +16,8 @@ import numpy as np
 # The errors an engine raises and the items it runs are part of its contract; they live in the leaf module.
 from ..core import AllocationError, EngineError, PeerStatus, SynthesisItem
 
-__all__ = ["AllocationError", "Engine", "EngineError", "EngineMemory", "InspectableEngine", "PeerStatus",
-           "RemoteEngine", "StreamingEngine", "SynthesisItem", "engine_peers"]
+__all__ = ["AllocationError", "BatchSynthesis", "Engine", "EngineError", "EngineMemory", "InspectableEngine",
+           "PeerStatus", "RemoteEngine", "StreamingEngine", "SynthesisItem", "engine_peers"]
 
 
 @dataclass
@@ -92,3 +92,18 @@ class InspectableEngine(Engine, Protocol):
 
     def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
         """Float32 audio for ``item`` and the frames per token (from stage 1) it was rendered with."""
+
+
+class BatchSynthesis:
+    """``run`` and ``synthesize`` for an engine whose one path is a batch with its frames (``synthesize_batch``):
+    the GPU engines, whose batch's every row ``doctor`` can compare, serve requests and doctor from one call."""
+
+    def synthesize_batch(self, items: Sequence[SynthesisItem]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each item's float32 audio and the frames per token it was rendered with, in item order."""
+        raise NotImplementedError
+
+    def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
+        return [audio for audio, _ in self.synthesize_batch(items)]
+
+    def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
+        return self.synthesize_batch([item])[0]

@@ -48,7 +48,7 @@ import onnxruntime as ort
 
 from ..core import EngineError, SynthesisItem
 from ..graphs.cuda_fixes import replace_atan, shape_bounds_on_gpu
-from .base import EngineMemory
+from .base import BatchSynthesis, EngineMemory
 from .batching import STAGE1_INPUTS, STAGE1_OUTPUTS, STAGE2_INPUTS, STAGE2_OUTPUTS
 from .buckets import (
     TENSOR_DTYPES,
@@ -139,7 +139,7 @@ def _with_graphs(providers: list[Any]) -> list[Any]:
     return out
 
 
-class GraphOnnxRuntimeEngine:
+class GraphOnnxRuntimeEngine(BatchSynthesis):
     """The batched graphs on ONNX Runtime (CUDA, or the CPU for tests) at bucket shapes, replayed as CUDA
     graphs where the provider can capture them. One batch at a time: replays share the session's buffers.
 
@@ -278,12 +278,6 @@ class GraphOnnxRuntimeEngine:
             self._alignment[(b, t, f)].update_inplace(warm_alignment(b, t, f))
             self._put("frames", np.full(b, f, np.int64))
             stage.run((b, t, f))
-
-    def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
-        return [audio for audio, _ in self.synthesize_batch(items)]
-
-    def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
-        return self.synthesize_batch([item])[0]
 
     def synthesize_batch(self, items: Sequence[SynthesisItem]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each item's audio and the frames per token it was rendered with, in item order (a batch over the

@@ -29,7 +29,7 @@ from ..assets import ModelAssets
 from ..config import Settings
 from ..core import EngineError, SynthesisItem
 from .alignment import SAMPLES_PER_FRAME, alignment, frame_counts
-from .base import EngineMemory
+from .base import BatchSynthesis, EngineMemory
 from .batching import D_CHANNELS, STYLE_DIM, T_EN_CHANNELS
 from .cuda import Cuda
 from .memory import process_rss_bytes
@@ -186,7 +186,7 @@ def _audio_samples(context: Any, allocator: Any, frames: int) -> int:
     return int(np.prod(shape)) if -1 not in shape else frames * SAMPLES_PER_FRAME
 
 
-class TensorRTEngine:
+class TensorRTEngine(BatchSynthesis):
     """Both stage plans on one GPU behind the Engine protocol; ``slots`` runs may be in flight at once."""
 
     def __init__(self, backend: str, plans: dict[str, Plan], *, device_id: int, limits: Limits, slots: int,
@@ -275,13 +275,6 @@ class TensorRTEngine:
         if isinstance(lane, BatchedLane):
             return f"CUDA graphs captured around enqueue: {len(lane.replay.graphs)} per lane"
         return "no CUDA graphs (batch-1 plans)"
-
-    def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
-        return [audio for audio, _ in self.synthesize_batch(items)]
-
-    def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
-        """Audio and the frames per token it was rendered with (doctor compares those)."""
-        return self.synthesize_batch([item])[0]
 
     def synthesize_batch(self, items: Sequence[SynthesisItem]) -> list[tuple[np.ndarray, np.ndarray]]:
         """``synthesize`` for each item, as one batch on batched plans (doctor checks its rows)."""

@@ -71,7 +71,7 @@ from ..assets import ModelAssets, load_vocab
 from ..config import EngineSettings, Settings
 from ..core import EngineError, SynthesisItem
 from .alignment import SAMPLES_PER_FRAME
-from .base import EngineMemory
+from .base import BatchSynthesis, EngineMemory
 from .batching import STAGE1_INPUTS, STAGE1_OUTPUTS, STAGE2_INPUTS, STAGE2_OUTPUTS
 from .buckets import (
     TENSOR_DTYPES,
@@ -101,7 +101,7 @@ _HANDED = ("d", "t_en", "style")
 """What stage 2 reads of stage 1's (d and t_en its outputs, style its input) from copies of its own."""
 
 
-class TorchGraphEngine:
+class TorchGraphEngine(BatchSynthesis):
     """The reference stages on PyTorch at bucket shapes: compiled (``compile``), each shape replayed as a CUDA
     graph (``graphs``, CUDA only). With two ``slots`` (the default) two batches run at once, one in each stage
     (``synthesize_batch``); with one, a batch at a time and both stages' graphs in one memory pool."""
@@ -337,12 +337,6 @@ class TorchGraphEngine:
             self._graphs[shape] = graph
         torch.cuda.synchronize(self._device)
         torch.cuda.empty_cache()
-
-    def run(self, items: Sequence[SynthesisItem]) -> list[np.ndarray]:
-        return [audio for audio, _ in self.synthesize_batch(items)]
-
-    def synthesize(self, item: SynthesisItem) -> tuple[np.ndarray, np.ndarray]:
-        return self.synthesize_batch([item])[0]
 
     def synthesize_batch(self, items: Sequence[SynthesisItem]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each item's audio and the frames per token it was rendered with, in item order (a batch over the
