@@ -52,7 +52,8 @@
 #        allocated it (--origins): where C8's 1.7 GiB went (twenty-fifth pass: C8P's setting), and 1.3 (twenty-sixth);
 #   D8:  (a fresh machine: U0 first) D's doctor on C8's setting (examples/torch-cuda.yaml, nothing in the environment:
 #        the engine sets its memory keys itself): parity of the shipped fused setting, stage 1's attention fused since
-#        the twenty-fifth pass, and the engine's device memory (twenty-sixth pass: 1442 MiB with LEAN; 2150 in the twenty-fifth, no keys);
+#        the twenty-fifth pass, and the engine's device memory (twenty-sixth pass: 1442 MiB with LEAN; 2150 in the twenty-fifth, no keys;
+#        twenty-seventh: 1442 MiB with the keys alone);
 #   C8P: (after C8, same machine) the twenty-fifth pass's C8, side by side: the example without engine.batch_tokens,
 #        PyTorch's own cuBLAS workspace (32 MiB on Hopper), expandable segments (in the environment);
 #   C8T: (after C8, same machine) C8 with PyTorch's own cuBLAS workspace: what engine.batch_tokens 1024 alone saves
