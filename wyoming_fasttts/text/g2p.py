@@ -154,10 +154,10 @@ def _run_syllables(run: str, tokens: list[str] | None = None) -> list[str]:
     fixed: list[bool] = []  # read from our phrase table
     for token in _tokenizer().lcut(run, HMM=False) if tokens is None else tokens:
         for word, known in _pieces(token):
-            if known and known[1]:
+            if known and all(known[0]):  # read whole: pypinyin (half the front end's time) is not needed
                 out.extend(known[0])
                 alone.extend([False] * len(word))
-                fixed.extend([True] * len(word))
+                fixed.extend([known[1]] * len(word))
                 continue
             for piece in _segment(word):
                 out.extend(_pypinyin(piece))
