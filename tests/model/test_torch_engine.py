@@ -198,7 +198,8 @@ def test_a_compiled_engine_renders_a_lone_sentence_as_a_pair(setup, monkeypatch)
     assets = ensure_assets(load_settings(overrides=SMALL).assets)
     kmodel = ref.build_kmodel(assets.model, load_vocab(assets.vocab), deterministic=True)
     for planar in (False, True):
-        compiled = TorchGraphEngine(ref.BatchedDurations(kmodel), ref.BatchedVocoder(kmodel, "fp32", planar=planar),
+        compiled = TorchGraphEngine(ref.BatchedDurations(kmodel, one_call_lstms=True),
+                                    ref.BatchedVocoder(kmodel, "fp32", planar=planar, one_call_lstms=True),
                                     buckets=engine.buckets, tail_frames=0, device="cpu", compile=True, graphs=False)
         assert engine.buckets.rows == (1, 2) and compiled.buckets.rows == (2,) and compiled.max_batch == 2
         assert (2, 128, 256) in compiled.shapes2 and (2, 128, 256) not in engine.shapes2
@@ -208,6 +209,23 @@ def test_a_compiled_engine_renders_a_lone_sentence_as_a_pair(setup, monkeypatch)
             _same_as_alone(reference, items[text], audio, frames)
         assert counters["stats"]["unique_graphs"] > 0  # dynamo traced the stages: the pair ran the compiled path
     assert layouts == [False, False, False, True]  # only a planar stage 2 is compiled channels-last
+
+
+def test_an_lstm_s_two_directions_in_one_call_give_its_two_calls_outputs() -> None:
+    """The torch-cuda engine's stages run each bidirectional LSTM as one LSTM of twice the width (``OneCallLSTM``,
+    block-diagonal weights); the exported graphs run the two directions one after the other. Every valid step of
+    every row, full-length, short and one step long, must be the same (the zero blocks add exact zeros)."""
+    from wyoming_fasttts.export.lstm import LengthAwareLSTM, OneCallLSTM
+
+    torch.manual_seed(0)
+    two = LengthAwareLSTM(torch.nn.LSTM(40, 16, batch_first=True, bidirectional=True))
+    one = OneCallLSTM(two)
+    x, lengths = torch.randn(3, 12, 40), torch.tensor([12, 5, 1])
+    with torch.no_grad():
+        expected, got = two(x, lengths), one(x, lengths)
+    for row, length in enumerate(lengths.tolist()):
+        torch.testing.assert_close(got[row, :length], expected[row, :length], rtol=0, atol=1e-6)
+    assert got.shape == expected.shape == (3, 12, 32)
 
 
 def test_the_shipped_example_s_memory_keys_reach_the_environment_and_the_user_s_own_win(monkeypatch, caplog) -> None:

@@ -41,6 +41,11 @@ every other GPU engine, and doctor holds its audio to the CPU reference the same
   (``scheduler.workers: 1``: both stages in one pool, as before) and 340.4 pipelined, p99 63.6 -> 49.0 ms; on a
   second H100, where they stayed in lock-step as one batch of 16 (nothing to overlap), 255.9 and 256.6, which the
   scheduler's split (``Scheduler._pick``) is for: 367.7 QPS on a third. 222-456 MiB more device memory.
+* each stage's bidirectional LSTMs with their two directions in one call (``export.lstm.OneCallLSTM``; stage 1's
+  five step through its token bucket, stage 2's one through its frame bucket): side by side with the two calls in
+  two pairs of runs on an H100 (2026-12-07, docs/BENCHMARKS.md, twenty-ninth pass), a lone sentence through
+  Wyoming 20.0 -> 17.6 and 22.6 -> 19.4 ms, the pair alone 15.4 -> 13.7 and 16.4 -> 14.0, batches of 8 alone
+  0.6-1.8 ms faster, and the server of examples/torch-cuda.yaml 1322-1328 -> 1128 MiB of device memory.
 
 Measured through Wyoming beside eager PyTorch in one process (docs/BENCHMARKS.md has each pass): eager kernels
 captured (the default), one sentence 22.2-22.3 ms, 109-110 QPS at 16 clients, 9 s to start (an H100, 2026-12-06,
@@ -508,8 +513,8 @@ def create_torch_engine(settings: Settings, assets: ModelAssets, device: str | N
         _memory_environment(eng)
     compiled = eng.torch_compile and cuda
     kmodel = reference.build_kmodel(assets.model, load_vocab(assets.vocab), deterministic=True)
-    stage1 = reference.BatchedDurations(kmodel, fused_attention=True)
-    stage2 = reference.BatchedVocoder(kmodel, eng.precision, planar=compiled)
+    stage1 = reference.BatchedDurations(kmodel, fused_attention=True, one_call_lstms=True)
+    stage2 = reference.BatchedVocoder(kmodel, eng.precision, planar=compiled, one_call_lstms=True)
     chosen = eng.buckets
     buckets = Buckets.for_limits(settings.scheduler.max_batch, eng.max_tokens, eng.max_frames, eng.batch_frames,
                                  rows=chosen.rows, tokens=chosen.tokens, frames=chosen.frames,

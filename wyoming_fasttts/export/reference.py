@@ -35,6 +35,7 @@ from torch import nn
 from ..assets import ModelAssets, load_vocab
 from ..core import check_precision
 from ..graphs.dequantize import dequantize
+from .lstm import LengthAwareLSTM, OneCallLSTM
 
 KOKORO_V1: dict[str, Any] = {
     "dim_in": 64, "dropout": 0.2, "hidden_dim": 512, "max_conv_dim": 512, "max_dur": 50,
@@ -387,37 +388,10 @@ def _adain_resblock1(block: nn.Module, x: torch.Tensor, s: torch.Tensor, mask: t
 
 
 # The KModel parts each stage runs (``_parts``); the two lists cover the whole KModel but its stand-alone LSTMs,
-# which the stages hold only as length-aware copies (``_LengthAwareLSTM``).
+# which the stages hold only as length-aware copies (``lstm.LengthAwareLSTM``).
 _STAGE1_PARTS = ("bert", "bert_encoder", "predictor.text_encoder", "predictor.duration_proj", "text_encoder")
 _STAGE2_PARTS = ("predictor.F0", "predictor.N", "predictor.F0_proj", "predictor.N_proj", "decoder")
 _STAGE2_LSTMS = ("predictor.shared",)
-
-
-def _reverse_index(lengths: torch.Tensor, size: torch.Tensor | int) -> torch.Tensor:
-    """[B, size] index that reverses each row within its length and leaves the padding in place."""
-    t = torch.arange(size, device=lengths.device)[None, :]
-    last = lengths[:, None] - 1
-    return torch.where(t <= last, last - t, t)
-
-
-class _LengthAwareLSTM(nn.Module):
-    """A bidirectional one-layer LSTM whose backward pass starts at each row's last valid step."""
-
-    def __init__(self, lstm: nn.LSTM) -> None:
-        super().__init__()
-        self.forward_lstm, self.backward_lstm = (
-            nn.LSTM(lstm.input_size, lstm.hidden_size, batch_first=True) for _ in range(2))
-        for suffix, target in (("", self.forward_lstm), ("_reverse", self.backward_lstm)):
-            for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
-                getattr(target, f"{name}_l0").data.copy_(getattr(lstm, f"{name}_l0{suffix}"))
-
-    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """[B, N, C] -> [B, N, 2H]; steps past a row's length hold garbage (callers mask)."""
-        index = _reverse_index(lengths, x.shape[1]).unsqueeze(-1)
-        ahead, _ = self.forward_lstm(x)
-        back, _ = self.backward_lstm(torch.gather(x, 1, index.expand(-1, -1, x.shape[2])))
-        back = torch.gather(back, 1, index.expand(-1, -1, back.shape[2]))
-        return torch.cat([ahead, back], dim=-1)
 
 
 def _parts(kmodel: nn.Module, paths: Sequence[str],
@@ -442,14 +416,20 @@ def _parts(kmodel: nn.Module, paths: Sequence[str],
 
 
 class _Batched(nn.Module):
-    """Shared by both stages: the KModel parts a stage runs (``k``) and length-aware copies of its LSTMs."""
+    """Shared by both stages: the KModel parts a stage runs (``k``) and length-aware copies of its LSTMs, each with
+    its directions in one call where ``one_call_lstms`` (``lstm.OneCallLSTM``: the torch-cuda engine's; the
+    exported graphs keep two, the LSTM every ONNX parser knows)."""
 
     def __init__(self, kmodel: nn.Module, parts: Sequence[str], lstms: Sequence[str],
-                 convert: Callable[[nn.Module], nn.Module] | None = None) -> None:
+                 convert: Callable[[nn.Module], nn.Module] | None = None, one_call_lstms: bool = False) -> None:
         super().__init__()
         self.k = _parts(kmodel, parts, convert)
-        self.lstms = nn.ModuleDict({name.replace(".", "/"): _LengthAwareLSTM(kmodel.get_submodule(name))
-                                    for name in lstms})
+
+        def copy(lstm: nn.Module) -> nn.Module:
+            aware = LengthAwareLSTM(lstm)
+            return OneCallLSTM(aware) if one_call_lstms else aware
+
+        self.lstms = nn.ModuleDict({name.replace(".", "/"): copy(kmodel.get_submodule(name)) for name in lstms})
 
     def lstm(self, name: str, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         return self.lstms[name.replace(".", "/")](x, lengths)
@@ -458,9 +438,10 @@ class _Batched(nn.Module):
 class BatchedDurations(_Batched):
     """Stage 1: padded tokens -> per-token frame counts and the features stage 2 aligns."""
 
-    def __init__(self, kmodel: nn.Module, fused_attention: bool = False) -> None:
+    def __init__(self, kmodel: nn.Module, fused_attention: bool = False, one_call_lstms: bool = False) -> None:
         super().__init__(kmodel, _STAGE1_PARTS, [name for name, m in kmodel.named_modules()
-                                                 if isinstance(m, nn.LSTM) and name not in _STAGE2_LSTMS])
+                                                 if isinstance(m, nn.LSTM) and name not in _STAGE2_LSTMS],
+                         one_call_lstms=one_call_lstms)
         self.fused_attention = fused_attention
         """ALBERT's attention as one ``scaled_dot_product_attention`` call instead of the matrix products and softmax
         the ONNX export writes (``export.batched``): the same arithmetic (durations equal, d within 1e-4 on the CPU)
@@ -663,9 +644,10 @@ class BatchedVocoder(_Batched):
     fused fp16 stage 2 of 16 rows (an H100, 2026-12-06, docs/BENCHMARKS.md, twentieth pass). Not exported.
     """
 
-    def __init__(self, kmodel: nn.Module, precision: str = "fp32", planar: bool = False) -> None:
+    def __init__(self, kmodel: nn.Module, precision: str = "fp32", planar: bool = False,
+                 one_call_lstms: bool = False) -> None:
         check_precision(precision)
-        super().__init__(kmodel, _STAGE2_PARTS, _STAGE2_LSTMS, _stage2_copy(precision, planar))
+        super().__init__(kmodel, _STAGE2_PARTS, _STAGE2_LSTMS, _stage2_copy(precision, planar), one_call_lstms)
         self.dtype = torch.float16 if precision == "fp16" else torch.float32
         self.planar = planar
 

@@ -1,0 +1,80 @@
+"""One bidirectional LSTM of the model's size, its two directions one call after the other (``LengthAwareLSTM``, as the
+stages ran them) against both in one call (``OneCallLSTM``), each captured in a CUDA graph and replayed interleaved:
+what merging the directions saves a stage, by rows and steps (issue 13, twenty-ninth pass).
+
+Stage 1 runs five such LSTMs over its token bucket (64 for the benchmark sentence), stage 2 one over its frame bucket
+(160); both in float32. Random weights of the model's shapes (input 640, hidden 256 a direction): the timing does not
+depend on the values. Needs PyTorch with CUDA only (the device machine has it without the project's pack):
+
+    PYTHONPATH=. python3 benchmarks/gpu_lstm_merge.py --out gpu-lstm-merge.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+
+import torch
+
+from wyoming_fasttts.export.lstm import LengthAwareLSTM, OneCallLSTM
+
+
+def _graph(module: torch.nn.Module, x: torch.Tensor,
+           lengths: torch.Tensor) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
+    """``module`` warmed on a side stream, then captured once; the graph and its output tensor."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            module(x, lengths)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = module(x, lengths)
+    return graph, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", default="2:64,8:64,16:64,2:160,8:160,16:160",
+                        help="rows:steps pairs (the stages' bucket shapes)")
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    results = []
+    with torch.inference_mode():
+        lstm = torch.nn.LSTM(640, 256, batch_first=True, bidirectional=True)
+        two = LengthAwareLSTM(lstm).cuda().eval()
+        one = OneCallLSTM(LengthAwareLSTM(lstm)).cuda().eval()
+        for shape in args.shapes.split(","):
+            rows, steps = (int(v) for v in shape.split(":"))
+            x = torch.randn(rows, steps, 640, device="cuda")
+            lengths = torch.full((rows,), steps, device="cuda", dtype=torch.int64)
+            lengths[0] = max(1, steps - 5)
+            graphs = {name: _graph(module, x, lengths) for name, module in (("two_calls", two), ("one_call", one))}
+            times: dict[str, list[float]] = {name: [] for name in graphs}
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            for _ in range(args.runs):
+                for name, (graph, _) in graphs.items():
+                    start.record()
+                    graph.replay()
+                    end.record()
+                    end.synchronize()
+                    times[name].append(start.elapsed_time(end))
+            valid = (torch.arange(steps, device="cuda")[None, :] < lengths[:, None])[..., None]
+            diff = {f"{name}_max_abs_diff": ((graphs["two_calls"][1] - out).abs() * valid).max().item()
+                    for name, (_, out) in graphs.items() if name != "two_calls"}
+            row = {"rows": rows, "steps": steps, **diff,
+                   **{f"{name}_p50_ms": statistics.median(t) for name, t in times.items()},
+                   **{f"{name}_p90_ms": statistics.quantiles(t, n=10)[-1] for name, t in times.items()}}
+            results.append(row)
+            print(json.dumps(row), flush=True)
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                   "cudnn": torch.backends.cudnn.version(), "runs": args.runs, "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

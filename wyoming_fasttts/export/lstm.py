@@ -1,0 +1,87 @@
+"""The stages' bidirectional LSTMs: length-aware, and in the torch-cuda engine both directions in one call.
+
+A module of torch alone, so that ``benchmarks/gpu_lstm_merge.py`` can time these on a GPU machine that has PyTorch
+and nothing else of the project's.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+_NAMES = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+"""A one-layer LSTM's tensors, each ``{name}_l0`` in PyTorch (``_reverse`` appended for a backward direction)."""
+
+
+def _tensors(lstm: nn.LSTM, suffix: str = "") -> dict[str, torch.Tensor]:
+    return {name: getattr(lstm, f"{name}_l0{suffix}").detach() for name in _NAMES}
+
+
+def reverse_index(lengths: torch.Tensor, size: int) -> torch.Tensor:
+    """[B, size] index that reverses each row within its length and leaves the padding in place."""
+    t = torch.arange(size, device=lengths.device)[None, :]
+    last = lengths[:, None] - 1
+    return torch.where(t <= last, last - t, t)
+
+
+class LengthAwareLSTM(nn.Module):
+    """A bidirectional one-layer LSTM whose backward pass starts at each row's last valid step."""
+
+    def __init__(self, lstm: nn.LSTM) -> None:
+        super().__init__()
+        self.forward_lstm, self.backward_lstm = (
+            nn.LSTM(lstm.input_size, lstm.hidden_size, batch_first=True) for _ in range(2))
+        for suffix, target in (("", self.forward_lstm), ("_reverse", self.backward_lstm)):
+            for name, value in _tensors(lstm, suffix).items():
+                _tensors(target)[name].copy_(value)
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """[B, N, C] -> [B, N, 2H]; steps past a row's length hold garbage (callers mask)."""
+        index = reverse_index(lengths, x.shape[1]).unsqueeze(-1)
+        ahead, _ = self.forward_lstm(x)
+        back, _ = self.backward_lstm(torch.gather(x, 1, index.expand(-1, -1, x.shape[2])))
+        back = torch.gather(back, 1, index.expand(-1, -1, back.shape[2]))
+        return torch.cat([ahead, back], dim=-1)
+
+
+class OneCallLSTM(nn.Module):
+    """``LengthAwareLSTM``'s sums with both directions in one LSTM of twice its width: the forward input beside the
+    row-reversed one, each direction's gates reading only its own half of the input and of the state (the weights
+    block-diagonal, the blocks between the directions zero).
+
+    Why. On a GPU an LSTM steps through its sequence one small matrix product and one gate kernel at a time, and at
+    these sizes a step waits on latency, not arithmetic: the directions one after the other made each of the
+    stages' six LSTMs a chain of twice its bucket's tokens (stage 1, five of them) or frames (stage 2) in short
+    kernels. Twice the width costs a step ~1.4x, half the steps ~0.7x in all: one LSTM of the model's size
+    (input 640, 256 a direction) at 2 rows, captured, 0.90 -> 0.65 ms over 64 steps and 2.17 -> 1.53 ms over
+    160; the torch-cuda engine's pair of stages alone 15.4 -> 13.7 ms and 16.4 -> 14.0 in two pairs of runs; the
+    backward direction on a stream of its own beside the forward one gained nothing (an H100, 2026-12-07,
+    ``benchmarks/gpu_lstm_merge.py``, docs/BENCHMARKS.md, twenty-ninth pass). The zero blocks add exact zeros: the
+    CPU gives the two forms' outputs equal to the bit, an H100 within 1e-4 where cuDNN picks another algorithm for
+    the wider LSTM (8 and 16 rows)."""
+
+    def __init__(self, lstm: LengthAwareLSTM) -> None:
+        super().__init__()
+        ahead, back = lstm.forward_lstm, lstm.backward_lstm
+        c, h = ahead.input_size, ahead.hidden_size
+        self.input_size, self.hidden_size = c, h
+        self.lstm = nn.LSTM(2 * c, 2 * h, batch_first=True)
+        merged = _tensors(self.lstm)
+        for value in merged.values():
+            value.zero_()
+        for half, direction in enumerate((ahead, back)):
+            own = _tensors(direction)
+            for gate in range(4):  # PyTorch's gate order i, f, g, o; a gate's rows: the forward half, the backward
+                src, rows = slice(gate * h, (gate + 1) * h), slice((2 * gate + half) * h, (2 * gate + half + 1) * h)
+                merged["weight_ih"][rows, half * c:(half + 1) * c] = own["weight_ih"][src]
+                merged["weight_hh"][rows, half * h:(half + 1) * h] = own["weight_hh"][src]
+                merged["bias_ih"][rows] = own["bias_ih"][src]
+                merged["bias_hh"][rows] = own["bias_hh"][src]
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """[B, N, C] -> [B, N, 2H], as ``LengthAwareLSTM``."""
+        index = reverse_index(lengths, x.shape[1]).unsqueeze(-1)
+        both, _ = self.lstm(torch.cat([x, torch.gather(x, 1, index.expand(-1, -1, x.shape[2]))], dim=-1))
+        ahead, back = both.split(self.hidden_size, dim=-1)
+        back = torch.gather(back, 1, index.expand(-1, -1, self.hidden_size))
+        return torch.cat([ahead, back], dim=-1)
