@@ -64,7 +64,8 @@ class OneCallLSTM(nn.Module):
         super().__init__()
         ahead, back = lstm.forward_lstm, lstm.backward_lstm
         c, h = ahead.input_size, ahead.hidden_size
-        self.input_size, self.hidden_size = c, h
+        self.hidden_size = h
+        """A direction's: the merged LSTM's output is the forward half, then the backward."""
         self.lstm = nn.LSTM(2 * c, 2 * h, batch_first=True)
         merged = _tensors(self.lstm)
         for value in merged.values():
