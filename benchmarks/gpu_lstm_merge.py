@@ -7,6 +7,10 @@ Stage 1 runs five such LSTMs over its token bucket (64 for the benchmark sentenc
 depend on the values. Needs PyTorch with CUDA only (the device machine has it without the project's pack):
 
     PYTHONPATH=. python3 benchmarks/gpu_lstm_merge.py --out gpu-lstm-merge.json
+
+docs/benchmarks/gpu-lstm-merge-h100-2026-12-07.json also holds a third form this script ran that day and no longer
+does (``two_streams``: the backward direction on a stream of its own, two branches of one graph): no faster than two
+calls, so not kept.
 """
 
 from __future__ import annotations
