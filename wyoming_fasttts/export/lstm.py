@@ -57,8 +57,7 @@ class OneCallLSTM(nn.Module):
     160; the torch-cuda engine's pair of stages alone 15.4 -> 13.7 ms and 16.4 -> 14.0 in two pairs of runs; the
     backward direction on a stream of its own beside the forward one gained nothing (an H100, 2026-12-07,
     ``benchmarks/gpu_lstm_merge.py``, docs/BENCHMARKS.md, twenty-ninth pass). The zero blocks add exact zeros: the
-    CPU gives the two forms' outputs equal to the bit, an H100 within 1e-4 where cuDNN picks another algorithm for
-    the wider LSTM (8 and 16 rows)."""
+    CPU gives the two forms' outputs equal to the bit, an H100 equal at 2 rows and within 1e-4 at 8 and 16."""
 
     def __init__(self, lstm: LengthAwareLSTM) -> None:
         super().__init__()
