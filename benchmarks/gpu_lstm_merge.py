@@ -51,7 +51,7 @@ def main() -> None:
     with torch.inference_mode():
         lstm = torch.nn.LSTM(640, 256, batch_first=True, bidirectional=True)
         two = LengthAwareLSTM(lstm).cuda().eval()
-        one = OneCallLSTM(LengthAwareLSTM(lstm)).cuda().eval()
+        one = OneCallLSTM(lstm).cuda().eval()
         for shape in args.shapes.split(","):
             rows, steps = (int(v) for v in shape.split(":"))
             x = torch.randn(rows, steps, 640, device="cuda")

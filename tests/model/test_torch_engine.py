@@ -218,8 +218,8 @@ def test_an_lstm_s_two_directions_in_one_call_give_its_two_calls_outputs() -> No
     from wyoming_fasttts.export.lstm import LengthAwareLSTM, OneCallLSTM
 
     torch.manual_seed(0)
-    two = LengthAwareLSTM(torch.nn.LSTM(40, 16, batch_first=True, bidirectional=True))
-    one = OneCallLSTM(two)
+    lstm = torch.nn.LSTM(40, 16, batch_first=True, bidirectional=True)
+    two, one = LengthAwareLSTM(lstm), OneCallLSTM(lstm)
     x, lengths = torch.randn(3, 12, 40), torch.tensor([12, 5, 1])
     with torch.no_grad():
         expected, got = two(x, lengths), one(x, lengths)

@@ -18,10 +18,15 @@ def _tensors(lstm: nn.LSTM, suffix: str = "") -> dict[str, torch.Tensor]:
 
 
 def reverse_index(lengths: torch.Tensor, size: int) -> torch.Tensor:
-    """[B, size] index that reverses each row within its length and leaves the padding in place."""
+    """[B, size, 1] index that reverses each row within its length and leaves the padding in place."""
     t = torch.arange(size, device=lengths.device)[None, :]
     last = lengths[:, None] - 1
-    return torch.where(t <= last, last - t, t)
+    return torch.where(t <= last, last - t, t).unsqueeze(-1)
+
+
+def _flip(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """[B, N, C] with each row's valid steps reversed by ``reverse_index``'s ``index`` (its own inverse)."""
+    return torch.gather(x, 1, index.expand(-1, -1, x.shape[2]))
 
 
 class LengthAwareLSTM(nn.Module):
@@ -32,22 +37,22 @@ class LengthAwareLSTM(nn.Module):
         self.forward_lstm, self.backward_lstm = (
             nn.LSTM(lstm.input_size, lstm.hidden_size, batch_first=True) for _ in range(2))
         for suffix, target in (("", self.forward_lstm), ("_reverse", self.backward_lstm)):
+            own = _tensors(target)
             for name, value in _tensors(lstm, suffix).items():
-                _tensors(target)[name].copy_(value)
+                own[name].copy_(value)
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """[B, N, C] -> [B, N, 2H]; steps past a row's length hold garbage (callers mask)."""
-        index = reverse_index(lengths, x.shape[1]).unsqueeze(-1)
+        index = reverse_index(lengths, x.shape[1])
         ahead, _ = self.forward_lstm(x)
-        back, _ = self.backward_lstm(torch.gather(x, 1, index.expand(-1, -1, x.shape[2])))
-        back = torch.gather(back, 1, index.expand(-1, -1, back.shape[2]))
-        return torch.cat([ahead, back], dim=-1)
+        back, _ = self.backward_lstm(_flip(x, index))
+        return torch.cat([ahead, _flip(back, index)], dim=-1)
 
 
 class OneCallLSTM(nn.Module):
-    """``LengthAwareLSTM``'s sums with both directions in one LSTM of twice its width: the forward input beside the
-    row-reversed one, each direction's gates reading only its own half of the input and of the state (the weights
-    block-diagonal, the blocks between the directions zero).
+    """A bidirectional one-layer LSTM summed as ``LengthAwareLSTM`` sums it, both directions in one LSTM of twice its
+    width: the forward input beside the row-reversed one, each direction's gates reading only its own half of the
+    input and of the state (the weights block-diagonal, the blocks between the directions zero).
 
     Why. On a GPU an LSTM steps through its sequence one small matrix product and one gate kernel at a time, and at
     these sizes a step waits on latency, not arithmetic: the directions one after the other made each of the
@@ -59,18 +64,17 @@ class OneCallLSTM(nn.Module):
     ``benchmarks/gpu_lstm_merge.py``, docs/BENCHMARKS.md, twenty-ninth pass). The zero blocks add exact zeros: the
     CPU gives the two forms' outputs equal to the bit, an H100 equal at 2 rows and within 1e-4 at 8 and 16."""
 
-    def __init__(self, lstm: LengthAwareLSTM) -> None:
+    def __init__(self, lstm: nn.LSTM) -> None:
         super().__init__()
-        ahead, back = lstm.forward_lstm, lstm.backward_lstm
-        c, h = ahead.input_size, ahead.hidden_size
+        c, h = lstm.input_size, lstm.hidden_size
         self.hidden_size = h
         """A direction's: the merged LSTM's output is the forward half, then the backward."""
         self.lstm = nn.LSTM(2 * c, 2 * h, batch_first=True)
         merged = _tensors(self.lstm)
         for value in merged.values():
             value.zero_()
-        for half, direction in enumerate((ahead, back)):
-            own = _tensors(direction)
+        for half, suffix in enumerate(("", "_reverse")):
+            own = _tensors(lstm, suffix)
             for gate in range(4):  # PyTorch's gate order i, f, g, o; a gate's rows: the forward half, the backward
                 src, rows = slice(gate * h, (gate + 1) * h), slice((2 * gate + half) * h, (2 * gate + half + 1) * h)
                 merged["weight_ih"][rows, half * c:(half + 1) * c] = own["weight_ih"][src]
@@ -80,8 +84,7 @@ class OneCallLSTM(nn.Module):
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """[B, N, C] -> [B, N, 2H], as ``LengthAwareLSTM``."""
-        index = reverse_index(lengths, x.shape[1]).unsqueeze(-1)
-        both, _ = self.lstm(torch.cat([x, torch.gather(x, 1, index.expand(-1, -1, x.shape[2]))], dim=-1))
+        index = reverse_index(lengths, x.shape[1])
+        both, _ = self.lstm(torch.cat([x, _flip(x, index)], dim=-1))
         ahead, back = both.split(self.hidden_size, dim=-1)
-        back = torch.gather(back, 1, index.expand(-1, -1, self.hidden_size))
-        return torch.cat([ahead, back], dim=-1)
+        return torch.cat([ahead, _flip(back, index)], dim=-1)

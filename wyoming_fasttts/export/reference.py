@@ -425,11 +425,8 @@ class _Batched(nn.Module):
         super().__init__()
         self.k = _parts(kmodel, parts, convert)
 
-        def stage_lstm(lstm: nn.Module) -> nn.Module:
-            aware = LengthAwareLSTM(lstm)
-            return OneCallLSTM(aware) if one_call_lstms else aware
-
-        self.lstms = nn.ModuleDict({name.replace(".", "/"): stage_lstm(kmodel.get_submodule(name)) for name in lstms})
+        form = OneCallLSTM if one_call_lstms else LengthAwareLSTM
+        self.lstms = nn.ModuleDict({name.replace(".", "/"): form(kmodel.get_submodule(name)) for name in lstms})
 
     def lstm(self, name: str, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         return self.lstms[name.replace(".", "/")](x, lengths)
