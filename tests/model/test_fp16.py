@@ -16,6 +16,9 @@ Planar against 1-D (float32, here): 0.03-0.05 dB log-mel on three rows of random
 the style by 1 + 1e-4 gives 0.22 dB: a convolution's sums in another order, through a chaotic vocoder. The fp16
 planar stage 2 the engine compiles is held to the CPU reference by ``doctor`` on the GPU (0.24-0.35 dB, twenty-first
 pass, docs/BENCHMARKS.md).
+
+Stage 2 with its small products fused (``products``), against the plain one: the style projections to the bit, the
+harmonic mix summed in another order 1e-5 / 5e-4 dB (float32, here, 2026-12-07).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from wyoming_fasttts.voices import VoiceBank
 SENTENCES = ["好的。", "欢迎使用语音合成系统"]
 MEL_DB = 0.35
 PLANAR_MEL_DB = 0.15
+FUSED_MEL_DB = 0.01
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +67,9 @@ def audio() -> dict[str, Any]:
     feeds2 = stage2_feeds(*(x.numpy() for x in out), feeds1, tail_frames=4)
     args = [torch.from_numpy(feeds2[n]) for n in STAGE2_INPUTS]
     result: dict[str, Any] = {"held": {"kmodel": _storages(kmodel), "stage1": _storages(stage1)}}
-    for name, precision, planar in (("fp32", "fp32", False), ("fp16", "fp16", False), ("planar", "fp32", True)):
-        vocoder = reference.BatchedVocoder(kmodel, precision, planar=planar).eval()
+    for name, precision, planar, fused in (("fp32", "fp32", False, False), ("fp16", "fp16", False, False),
+                                           ("planar", "fp32", True, False), ("fused", "fp32", False, True)):
+        vocoder = reference.BatchedVocoder(kmodel, precision, planar=planar, fused_products=fused).eval()
         with torch.inference_mode():
             samples, lengths = vocoder(*args)
         result[name] = (samples.numpy(), lengths.numpy())
@@ -81,11 +86,12 @@ def test_the_two_stages_hold_each_weight_once_in_either_precision(audio) -> None
     """A GPU holding both stages holds no weight twice: stage 1 and stage 2 share no tensor, and stage 2 in fp16
     copies only its own parts (it used to copy the whole KModel: 625 MB for the pair instead of 248)."""
     held = audio["held"]
-    for variant in ("fp32", "fp16", "planar"):
+    for variant in ("fp32", "fp16", "planar", "fused"):
         assert not held["stage1"].keys() & held[variant].keys()
     assert sum(held["stage1"].values()) + sum(held["fp16"].values()) < sum(held["kmodel"].values())
-    # a planar stage 2 holds its own copy, each weight once (its 2-D weights are views of that copy's 1-D ones)
-    assert sum(held["planar"].values()) == sum(held["fp32"].values())
+    # a planar stage 2 holds its own copy, each weight once (its 2-D weights are views of that copy's 1-D ones), and
+    # so does one whose style projections are one product (their weights moved into it)
+    assert sum(held["planar"].values()) == sum(held["fused"].values()) == sum(held["fp32"].values())
 
 
 def test_fp16_stage_2_keeps_float32_inputs_and_outputs_and_the_lengths(audio) -> None:
@@ -123,6 +129,17 @@ def test_planar_stage_2_renders_what_the_1d_one_does(audio) -> None:
     for row, n in enumerate(lengths):
         assert mel_distance_db(ref[row, :n], planar[row, :n]) < PLANAR_MEL_DB
         assert not planar[row, n:].any()
+
+
+def test_stage_2_with_its_small_products_fused_renders_what_the_plain_one_does(audio) -> None:
+    """The torch-cuda engine's stage 2 projects each style half once for all its AdaIN norms and mixes the source's
+    harmonics by a sum (``fused_products``): the same sums in another order, so the same lengths, silence past
+    each row's end and the same sound (measured 1e-5 and 5e-4 dB on these two rows, 2026-12-07)."""
+    (ref, ref_lengths), (fused, lengths) = audio["fp32"], audio["fused"]
+    assert fused.shape == ref.shape and np.array_equal(lengths, ref_lengths)
+    for row, n in enumerate(lengths):
+        assert mel_distance_db(ref[row, :n], fused[row, :n]) < FUSED_MEL_DB
+        assert not fused[row, n:].any()
 
 
 def test_the_planar_upsampling_is_the_depthwise_transposed_convolution() -> None:

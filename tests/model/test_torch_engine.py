@@ -199,7 +199,8 @@ def test_a_compiled_engine_renders_a_lone_sentence_as_a_pair(setup, monkeypatch)
     kmodel = ref.build_kmodel(assets.model, load_vocab(assets.vocab), deterministic=True)
     for planar in (False, True):
         compiled = TorchGraphEngine(ref.BatchedDurations(kmodel, one_call_lstms=True),
-                                    ref.BatchedVocoder(kmodel, "fp32", planar=planar, one_call_lstms=True),
+                                    ref.BatchedVocoder(kmodel, "fp32", planar=planar, one_call_lstms=True,
+                                                       fused_products=True),
                                     buckets=engine.buckets, tail_frames=0, device="cpu", compile=True, graphs=False)
         assert engine.buckets.rows == (1, 2) and compiled.buckets.rows == (2,) and compiled.max_batch == 2
         assert (2, 128, 256) in compiled.shapes2 and (2, 128, 256) not in engine.shapes2

@@ -514,7 +514,7 @@ def create_torch_engine(settings: Settings, assets: ModelAssets, device: str | N
     compiled = eng.torch_compile and cuda
     kmodel = reference.build_kmodel(assets.model, load_vocab(assets.vocab), deterministic=True)
     stage1 = reference.BatchedDurations(kmodel, fused_attention=True, one_call_lstms=True)
-    stage2 = reference.BatchedVocoder(kmodel, eng.precision, planar=compiled, one_call_lstms=True)
+    stage2 = reference.BatchedVocoder(kmodel, eng.precision, planar=compiled, one_call_lstms=True, fused_products=True)
     chosen = eng.buckets
     buckets = Buckets.for_limits(settings.scheduler.max_batch, eng.max_tokens, eng.max_frames, eng.batch_frames,
                                  rows=chosen.rows, tokens=chosen.tokens, frames=chosen.frames,

@@ -36,6 +36,7 @@ from ..assets import ModelAssets, load_vocab
 from ..core import check_precision
 from ..graphs.dequantize import dequantize
 from .lstm import LengthAwareLSTM, OneCallLSTM
+from .products import HarmonicMix, StyleProjections
 
 KOKORO_V1: dict[str, Any] = {
     "dim_in": 64, "dropout": 0.2, "hidden_dim": 512, "max_conv_dim": 512, "max_dur": 50,
@@ -69,7 +70,7 @@ def kokoro_modules() -> types.SimpleNamespace:
         sys.modules["kokoro"] = importlib.util.module_from_spec(spec)  # the package, its __init__ not run
     from kokoro import istftnet, model
 
-    return types.SimpleNamespace(KModel=model.KModel, SineGen=istftnet.SineGen)
+    return types.SimpleNamespace(KModel=model.KModel, SineGen=istftnet.SineGen, AdaIN1d=istftnet.AdaIN1d)
 
 
 # ----------------------------------------------------------------------------------------------- weights
@@ -615,11 +616,12 @@ def _planar_convolutions(part: nn.Module) -> nn.Module:
     return planar(part) or part
 
 
-def _stage2_copy(precision: str, planar: bool) -> Callable[[nn.Module], nn.Module] | None:
-    """How stage 2 takes its parts from the KModel: shared as they are (float32, 1-D), else a converted copy."""
+def _stage2_copy(precision: str, planar: bool, own: bool) -> Callable[[nn.Module], nn.Module] | None:
+    """How stage 2 takes its parts from the KModel: shared as they are (float32, 1-D, nothing replaced: not
+    ``own``), else a converted copy."""
     converted = _half_convolutions if precision == "fp16" else None
     if not planar:
-        return converted
+        return converted or (copy.deepcopy if own else None)
     first = converted or copy.deepcopy
     return lambda part: _planar_convolutions(first(part))
 
@@ -639,14 +641,25 @@ class BatchedVocoder(_Batched):
     elementwise work around them channels-last (NHWC, cuDNN's layout for fp16 tensor cores). With 1-D
     convolutions cuDNN wraps each call in an NCHW->NHWC and an NHWC->NCHW transform: 6.3 of the 22.6 ms of a
     fused fp16 stage 2 of 16 rows (an H100, 2026-12-06, docs/BENCHMARKS.md, twentieth pass). Not exported.
+
+    ``fused_products=True`` projects each style half once for all its AdaIN norms and mixes the source's harmonics
+    by a sum inductor fuses (``products``: two cuBLAS calls where there were 71). Not exported.
     """
 
     def __init__(self, kmodel: nn.Module, precision: str = "fp32", planar: bool = False,
-                 one_call_lstms: bool = False) -> None:
+                 one_call_lstms: bool = False, fused_products: bool = False) -> None:
         check_precision(precision)
-        super().__init__(kmodel, _STAGE2_PARTS, _STAGE2_LSTMS, _stage2_copy(precision, planar), one_call_lstms)
+        super().__init__(kmodel, _STAGE2_PARTS, _STAGE2_LSTMS, _stage2_copy(precision, planar, fused_products),
+                         one_call_lstms)
         self.dtype = torch.float16 if precision == "fp16" else torch.float32
         self.planar = planar
+        self.styles: nn.ModuleDict | None = None
+        if fused_products:  # the parts are this stage's own copy (_stage2_copy): their fc and l_linear are replaced
+            k, adain = self.k, kokoro_modules().AdaIN1d
+            self.styles = nn.ModuleDict({"predictor": StyleProjections([k.predictor.F0, k.predictor.N], adain),
+                                         "decoder": StyleProjections([k.decoder], adain)})
+            source = k.decoder.generator.m_source
+            source.l_linear = HarmonicMix(source.l_linear)
 
     def forward(self, alignment: torch.Tensor, d: torch.Tensor, t_en: torch.Tensor, style: torch.Tensor,
                 frames: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -657,6 +670,8 @@ class BatchedVocoder(_Batched):
         n_frames = alignment.shape[2]
         m1, m2 = self._mask(frames, n_frames), self._mask(2 * frames, 2 * n_frames)
         s_pred, s_dec = style[:, STYLE_SPLIT:], style[:, :STYLE_SPLIT]
+        if self.styles is not None:  # each half projected for all its norms: they read their columns (StyleColumns)
+            s_pred, s_dec = self.styles["predictor"](s_pred), self.styles["decoder"](s_dec)
         en = torch.matmul(d.transpose(-1, -2), alignment)
         shared = self.lstm("predictor.shared", en.transpose(-1, -2), frames).transpose(-1, -2)
         shared = self._lift(self._to(shared))
