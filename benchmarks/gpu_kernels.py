@@ -95,6 +95,7 @@ def main() -> None:
     parser.add_argument("--out", default="gpu_kernels.json")
     args = parser.parse_args()
     import torch  # first: PyTorch's cuDNN loads before ONNX Runtime's
+    from replay_timing import captured  # beside this script
 
     from wyoming_fasttts.assets import ModelAssets, load_vocab
     from wyoming_fasttts.backends.base import SynthesisItem
@@ -142,17 +143,9 @@ def main() -> None:
 
         variants: dict[str, Callable[[], Any]] = {
             "onnxruntime-cuda, captured": lambda shape=shape: engine.stage2.run(shape), "pytorch eager": eager}
-        graph = torch.cuda.CUDAGraph()
         try:
             with torch.inference_mode():
-                side = torch.cuda.Stream()
-                side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(side):
-                    for _ in range(3):
-                        eager()
-                torch.cuda.current_stream().wait_stream(side)
-                with torch.cuda.graph(graph):
-                    eager()
+                graph, _ = captured(eager)
             variants["pytorch, captured"] = graph.replay
         except Exception as err:  # a host sync in the module: report the two that ran
             report["rows"][f"pytorch, captured, batch {b}"] = {"error": f"{type(err).__name__}: {err}"[:300]}

@@ -20,23 +20,9 @@ import json
 import statistics
 
 import torch
+from replay_timing import captured, interleaved  # beside this script
 
 from wyoming_fasttts.export.lstm import LengthAwareLSTM, OneCallLSTM
-
-
-def _graph(module: torch.nn.Module, x: torch.Tensor,
-           lengths: torch.Tensor) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
-    """``module`` warmed on a side stream, then captured once; the graph and its output tensor."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            module(x, lengths)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = module(x, lengths)
-    return graph, out
 
 
 def main() -> None:
@@ -57,16 +43,9 @@ def main() -> None:
             x = torch.randn(rows, steps, 640, device="cuda")
             lengths = torch.full((rows,), steps, device="cuda", dtype=torch.int64)
             lengths[0] = max(1, steps - 5)
-            graphs = {name: _graph(module, x, lengths) for name, module in (("two_calls", two), ("one_call", one))}
-            times: dict[str, list[float]] = {name: [] for name in graphs}
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            for _ in range(args.runs):
-                for name, (graph, _) in graphs.items():
-                    start.record()
-                    graph.replay()
-                    end.record()
-                    end.synchronize()
-                    times[name].append(start.elapsed_time(end))
+            graphs = {name: captured(lambda module=module, x=x, lengths=lengths: module(x, lengths))
+                      for name, module in (("two_calls", two), ("one_call", one))}
+            times = interleaved({name: graph for name, (graph, _) in graphs.items()}, args.runs)
             valid = (torch.arange(steps, device="cuda")[None, :] < lengths[:, None])[..., None]
             diff = {f"{name}_max_abs_diff": ((graphs["two_calls"][1] - out).abs() * valid).max().item()
                     for name, (_, out) in graphs.items() if name != "two_calls"}

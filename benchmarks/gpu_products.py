@@ -22,6 +22,7 @@ import statistics
 from collections.abc import Callable
 
 import torch
+from replay_timing import captured, interleaved  # beside this script
 from torch import nn
 
 from wyoming_fasttts.export.products import HarmonicMix, StyleProjections
@@ -37,20 +38,6 @@ class _Norm(nn.Module):
     def __init__(self, features: int) -> None:
         super().__init__()
         self.fc = nn.Linear(_STYLE, features)
-
-
-def _graph(fn: Callable[[], object]) -> torch.cuda.CUDAGraph:
-    """``fn`` warmed on a side stream, then captured once."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return graph
 
 
 def _forms(rows: int) -> dict[str, Callable[[], object]]:
@@ -88,16 +75,7 @@ def main() -> None:
     results = []
     with torch.inference_mode():
         for rows in (int(r) for r in args.rows.split(",")):
-            graphs = {name: _graph(fn) for name, fn in _forms(rows).items()}
-            times: dict[str, list[float]] = {name: [] for name in graphs}
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            for _ in range(args.runs):
-                for name, graph in graphs.items():
-                    start.record()
-                    graph.replay()
-                    end.record()
-                    end.synchronize()
-                    times[name].append(start.elapsed_time(end))
+            times = interleaved({name: captured(fn)[0] for name, fn in _forms(rows).items()}, args.runs)
             row = {"rows": rows, **{f"{name}_p50_ms": statistics.median(t) for name, t in times.items()},
                    **{f"{name}_p90_ms": statistics.quantiles(t, n=10)[-1] for name, t in times.items()}}
             results.append(row)
