@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 
 import torch
-from replay_timing import captured, interleaved  # beside this script
+from replay_timing import captured, interleaved, summary, write_report  # beside this script
 
 from wyoming_fasttts.export.lstm import LengthAwareLSTM, OneCallLSTM
 
@@ -49,14 +48,10 @@ def main() -> None:
             valid = (torch.arange(steps, device="cuda")[None, :] < lengths[:, None])[..., None]
             diff = {f"{name}_max_abs_diff": ((graphs["two_calls"][1] - out).abs() * valid).max().item()
                     for name, (_, out) in graphs.items() if name != "two_calls"}
-            row = {"rows": rows, "steps": steps, **diff,
-                   **{f"{name}_p50_ms": statistics.median(t) for name, t in times.items()},
-                   **{f"{name}_p90_ms": statistics.quantiles(t, n=10)[-1] for name, t in times.items()}}
+            row = {"rows": rows, "steps": steps, **diff, **summary(times)}
             results.append(row)
             print(json.dumps(row), flush=True)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                   "cudnn": torch.backends.cudnn.version(), "runs": args.runs, "results": results}, f, indent=1)
+    write_report(args.out, args.runs, results)
 
 
 if __name__ == "__main__":

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 from collections.abc import Callable
 
 import torch
-from replay_timing import captured, interleaved  # beside this script
+from replay_timing import captured, interleaved, summary, write_report  # beside this script
 from torch import nn
 
 from wyoming_fasttts.export.products import HarmonicMix, StyleProjections
@@ -76,13 +75,10 @@ def main() -> None:
     with torch.inference_mode():
         for rows in (int(r) for r in args.rows.split(",")):
             times = interleaved({name: captured(fn)[0] for name, fn in _forms(rows).items()}, args.runs)
-            row = {"rows": rows, **{f"{name}_p50_ms": statistics.median(t) for name, t in times.items()},
-                   **{f"{name}_p90_ms": statistics.quantiles(t, n=10)[-1] for name, t in times.items()}}
+            row = {"rows": rows, **summary(times)}
             results.append(row)
             print(json.dumps(row), flush=True)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "runs": args.runs,
-                   "results": results}, f, indent=1)
+    write_report(args.out, args.runs, results)
 
 
 if __name__ == "__main__":

@@ -62,11 +62,10 @@ class HarmonicMix(nn.Module):
 
     def __init__(self, linear: nn.Linear) -> None:
         super().__init__()
-        if linear.out_features != 1:
-            raise ValueError(f"{linear}: a harmonic mix has one output")
+        if linear.out_features != 1 or linear.bias is None:
+            raise ValueError(f"{linear}: a harmonic mix has one output and a bias (the source's l_linear)")
         self.weight = nn.Parameter(linear.weight.detach()[0], requires_grad=False)
-        bias = linear.bias.detach() if linear.bias is not None else torch.zeros(1)
-        self.bias = nn.Parameter(bias, requires_grad=False)
+        self.bias = nn.Parameter(linear.bias.detach(), requires_grad=False)
 
     def forward(self, harmonics: torch.Tensor) -> torch.Tensor:
         return (harmonics * self.weight).sum(dim=-1, keepdim=True) + self.bias
