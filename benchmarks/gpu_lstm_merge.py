@@ -11,11 +11,18 @@ depend on the values. Needs PyTorch with CUDA only (the device machine has it wi
 docs/benchmarks/gpu-lstm-merge-h100-2026-12-07.json also holds a third form this script ran that day and no longer
 does (``two_streams``: the backward direction on a stream of its own, two branches of one graph): no faster than two
 calls, so not kept.
+
+``--fp16`` (thirty-first pass) adds the one-call LSTM in float16 (``one_call_fp16``) and the same with its rows padded
+to a multiple of 8 (``one_call_fp16_pad8``): PyTorch picks cuDNN's persistent LSTM kernel (the recurrent weights held on
+chip for the whole sequence instead of one matrix product a step) only for float16 data, one direction, widths a
+multiple of 128, and on an H100-class GPU batches a multiple of 8 (``use_persist_device_heuristics`` in ATen's
+cudnn/RNN.cpp). Each form's cuDNN kernels, by name, go into the report: which algorithm ran, not assumed.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 
 import torch
@@ -24,11 +31,38 @@ from replay_timing import captured, interleaved, summary, write_report  # beside
 from wyoming_fasttts.export.lstm import LengthAwareLSTM, OneCallLSTM
 
 
+class Half(torch.nn.Module):
+    """An LSTM form run in float16, its rows padded with zeros to a multiple of ``multiple`` (the padding rows full
+    length), its output back in float32 without them."""
+
+    def __init__(self, inner: torch.nn.Module, multiple: int) -> None:
+        super().__init__()
+        self.inner, self.multiple = copy.deepcopy(inner).half(), multiple
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        rows, pad = x.shape[0], -x.shape[0] % self.multiple
+        if pad:
+            x = torch.cat([x, x.new_zeros(pad, *x.shape[1:])])
+            lengths = torch.cat([lengths, lengths.new_full((pad,), x.shape[1])])
+        return self.inner(x.half(), lengths)[:rows].float()
+
+
+def rnn_kernels(fn: object) -> list[str]:
+    """The names of the cuDNN RNN kernels one eager call of ``fn`` launches (torch.profiler)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn()  # type: ignore[operator]
+        torch.cuda.synchronize()
+    names = {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}
+    return sorted(n[:120] for n in names if any(k in n.lower() for k in ("rnn", "lstm", "persist")))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", default="2:64,8:64,16:64,2:160,8:160,16:160",
                         help="rows:steps pairs (the stages' bucket shapes)")
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--fp16", action="store_true",
+                        help="also the one-call LSTM in float16, as is and padded to 8 rows")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     torch.manual_seed(0)
@@ -37,18 +71,23 @@ def main() -> None:
         lstm = torch.nn.LSTM(640, 256, batch_first=True, bidirectional=True)
         two = LengthAwareLSTM(lstm).cuda().eval()
         one = OneCallLSTM(lstm).cuda().eval()
+        forms: dict[str, torch.nn.Module] = {"two_calls": two, "one_call": one}
+        if args.fp16:
+            forms.update(one_call_fp16=Half(one, 1), one_call_fp16_pad8=Half(one, 8))
         for shape in args.shapes.split(","):
             rows, steps = (int(v) for v in shape.split(":"))
             x = torch.randn(rows, steps, 640, device="cuda")
             lengths = torch.full((rows,), steps, device="cuda", dtype=torch.int64)
             lengths[0] = max(1, steps - 5)
             graphs = {name: captured(lambda module=module, x=x, lengths=lengths: module(x, lengths))
-                      for name, module in (("two_calls", two), ("one_call", one))}
+                      for name, module in forms.items()}
             times = interleaved({name: graph for name, (graph, _) in graphs.items()}, args.runs)
             valid = (torch.arange(steps, device="cuda")[None, :] < lengths[:, None])[..., None]
             diff = {f"{name}_max_abs_diff": ((graphs["two_calls"][1] - out).abs() * valid).max().item()
                     for name, (_, out) in graphs.items() if name != "two_calls"}
-            row = {"rows": rows, "steps": steps, **diff, **summary(times)}
+            kernels = {f"{name}_kernels": rnn_kernels(lambda module=module, x=x, lengths=lengths: module(x, lengths))
+                       for name, module in forms.items()} if args.fp16 else {}
+            row = {"rows": rows, "steps": steps, **diff, **summary(times), **kernels}
             results.append(row)
             print(json.dumps(row), flush=True)
     write_report(args.out, args.runs, results)

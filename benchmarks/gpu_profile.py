@@ -435,7 +435,8 @@ def part_planar(args: argparse.Namespace, item: dict, save: Callable[[dict], Non
 
     kmodel = load_kmodel(args)
     stage1 = reference.BatchedDurations(kmodel).eval().to(args.device)
-    variants = {name: _compiled(reference.BatchedVocoder(kmodel, args.precision, planar=planar).eval()
+    shipped = {"one_call_lstms": True, "fused_products": True} if args.as_engine else {}
+    variants = {name: _compiled(reference.BatchedVocoder(kmodel, args.precision, planar=planar, **shipped).eval()
                                 .to(args.device), channels_last=planar)
                 for name, planar in (("1-D", False), ("planar", True))}
     results: list[dict] = []
@@ -484,7 +485,7 @@ def meta(args: argparse.Namespace) -> dict:
     out = {"precision": args.precision, "frames_bucket": args.frames, "channels_last": args.channels_last,
            "torch": torch.__version__, "python": platform.python_version(), "device_arg": args.device,
            "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32, "cudnn_benchmark": torch.backends.cudnn.benchmark,
-           "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+           "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32, "as_engine": args.as_engine,
            "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if args.device.startswith("cuda"):
         out.update(gpu=torch.cuda.get_device_name(), cudnn=torch.backends.cudnn.version())
@@ -658,6 +659,9 @@ def main() -> None:
     parser.add_argument("--precision", default="fp32", help="stage 2's (fp16: the fused engine's, ninth pass on)")
     parser.add_argument("--frames", type=int, default=FRAME_BUCKET,
                         help="frame bucket (160: the README's fused setting's, nineteenth pass)")
+    parser.add_argument("--as-engine", action="store_true",
+                        help="--part planar: stage 2 built as the torch-cuda engine builds it (one-call LSTMs, the "
+                             "AdaIN style projections and the source's harmonic mix fused, thirtieth pass)")
     parser.add_argument("--results", required=True, help="folder of the parts' JSON files")
     parser.add_argument("--out", help="--part report: the merged JSON")
     args = parser.parse_args()

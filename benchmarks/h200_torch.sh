@@ -83,7 +83,8 @@
 #   PP:  (a fresh machine: U0 first) benchmarks/gpu_profile.py --part planar at the 160-frame bucket, fp16: stage 2
 #        compiled as the engine compiles it, 1-D against planar (2-D convolutions on [B, C, 1, T], inductor's layout
 #        optimisation forced: channels-last end to end), each captured, replayed interleaved at 16, 8 and 2 rows, their
-#        audio compared, each profiled (twenty-first pass); BENCH=1: both with cudnn.benchmark on;
+#        audio compared, each profiled (twenty-first pass); BENCH=1: both with cudnn.benchmark on; AS_ENGINE=1: both
+#        built as the engine builds them (one-call LSTMs, fused products; thirty-first pass); BATCHES=16,8,2 the rows;
 #   DBP: (after CBP, or a fresh machine: U0 first) D's doctor on CBP's setting: parity of the planar stage 2 and of a
 #        batch of 16 in one call;
 #   PM:  (after CM) P's pool report for CM's engine (fused fp16, batch_frames 1024), largest first, with each capture's
@@ -186,7 +187,7 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8P|C8T|C8TW|CRE|DH|DC|DR|DBP|D8
   PF) if [ "${CL:-0}" = 1 ]; then prof 400 --part compile --batches 16,8,2 --channels-last  # PF's compile, weights NHWC
     else prof 220 --part profile --batches 2,8,16 && prof 330 --part compile --batches 16,8,2; fi
     prof 60 --part report --out "$OUT"/gpu-profile-fp16${CL:+-cl$CL}.json ;;
-  PP) prof "${MEASURE_S:-540}" --part planar --batches 16,8,2 --runs 40 ${BENCH:+--cudnn-benchmark} && prof 60 \
+  PP) prof "${MEASURE_S:-540}" --part planar --batches ${BATCHES:-16,8,2} --runs 40 ${BENCH:+--cudnn-benchmark} ${AS_ENGINE:+--as-engine} && prof 60 \
       --part report --out "$OUT"/gpu-profile-fp16-planar${BENCH:+-cudnn-benchmark}.json ;;
   HC) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-300}" python3 benchmarks/host_ceiling.py \
       --data-dir $pack/data --model $pack/data/kokoro-v1.0.int8.onnx --out "$OUT"/host-ceiling.json) 2>&1 | quiet ;;

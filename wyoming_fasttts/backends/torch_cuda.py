@@ -46,10 +46,11 @@ every other GPU engine, and doctor holds its audio to the CPU reference the same
   two pairs of runs on an H100 (2026-12-07, docs/BENCHMARKS.md, twenty-ninth pass), a lone sentence through
   Wyoming 20.0 -> 17.6 and 22.6 -> 19.4 ms, the pair alone 15.4 -> 13.7 and 16.4 -> 14.0, batches of 8 alone
   0.6-1.8 ms faster, and the server of examples/torch-cuda.yaml 1322-1328 -> 1128 MiB of device memory.
-* stage 2's small matrix products as one kernel each (``export.products``): its 70 AdaIN style projections, ~20 us
+* stage 2's small matrix products as one kernel each (``export.products``): its 70 AdaIN style projections, ~3 us
   apiece on cuBLAS, as one product per style half, and the source's 9 -> 1 harmonic mix as a sum inductor fuses into
-  the kernel computing the harmonics. Chosen from a profile (~1.3 ms of a pair's stage 2, ~2.3 of a batch of 8's;
-  an H100, 2026-12-06, docs/BENCHMARKS.md, thirtieth pass); not yet timed on a GPU (none could be started).
+  the kernel computing the harmonics: the engine alone 0.12-0.28 ms faster a call in two pairs of runs on an H100
+  (2026-12-07, docs/BENCHMARKS.md, thirty-first pass), less than the profile it was chosen from suggested (that
+  profile's largest products were most likely the LSTM's recurrent steps, thirtieth and thirty-first passes).
 
 Measured through Wyoming beside eager PyTorch in one process (docs/BENCHMARKS.md has each pass): eager kernels
 captured (the default), one sentence 22.2-22.3 ms, 109-110 QPS at 16 clients, 9 s to start (an H100, 2026-12-06,

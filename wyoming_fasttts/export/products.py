@@ -3,10 +3,10 @@
 
 Why: stage 2 projects the style for each of its 70 AdaIN norms with a ``Linear`` of its own (128 -> 2C, a row per
 sentence) and mixes the source's 9 harmonics with a ``Linear(9, 1)`` over every sample. Inductor leaves matrix
-products to cuBLAS, so the first are 70 float32 products of a few rows each, ~20 us apiece on an H100, and the
-second a matrix-vector product reading the 9 harmonics back from memory: in a fused fp16 stage 2 they took ~1.35
-and ~0.97 ms of a batch of 8 (14.1 ms of kernels) and ~1.34 ms of a pair (6.9), every sentence a user waits on
-(profile of 2026-12-06, docs/benchmarks/gpu-profile-fp16-frames160-planar-cudnn-benchmark-h100-2026-12-06.json).
+products to cuBLAS, so the first are 70 float32 products of a few rows each and the second a matrix-vector product
+reading the 9 harmonics back from memory. Captured on an H100 the 70 take 0.21-0.25 ms and the two products here
+0.03; the mix 0.02-0.12 ms and the fused sum 0.01-0.05: the engine alone 0.12-0.28 ms faster a call, side by side
+(2026-12-07, docs/BENCHMARKS.md, thirty-first pass; a profile had suggested 1.3-2.3 ms, most of which was the LSTM).
 Here each style half is projected once for every norm that reads it (one product, each norm reading its own
 columns), and the harmonics are mixed by a multiply and a sum that inductor fuses into the kernel computing them.
 The same sums in another order: outputs equal to float32 rounding. The exported graphs keep the ``Linear`` layers.
