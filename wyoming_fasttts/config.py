@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 import msgspec
 import yaml
 
-from .core import MAX_SPEED, MIN_SPEED, PRECISIONS
+from .core import HALF_LSTMS, MAX_SPEED, MIN_SPEED, PRECISIONS
 
 
 @dataclass
@@ -129,6 +129,7 @@ class EngineSettings:
     shared_arena: bool
     cuda_arena: dict[str, int]
     torch_compile: bool
+    half_lstms: str
     torch_expandable_segments: bool
     cublas_workspace_kib: int
 
@@ -306,6 +307,8 @@ def validate(settings: Settings) -> None:
         raise ConfigError("engine.max_tokens must be between 1 and 510")
     if settings.engine.batch_tokens < 0:
         raise ConfigError("engine.batch_tokens must be 0 (no cap) or a number of rows x tokens")
+    if settings.engine.half_lstms not in HALF_LSTMS:
+        raise ConfigError(f"engine.half_lstms must be {', '.join(HALF_LSTMS[:-1])} or {HALF_LSTMS[-1]} (torch-cuda)")
     if settings.engine.cublas_workspace_kib < 0:
         raise ConfigError("engine.cublas_workspace_kib must be 0 (PyTorch's own) or a size in KiB")
     unknown = sorted(set(settings.engine.cuda_arena) - set(ARENA_KEYS))

@@ -17,6 +17,12 @@ PRECISIONS = ("fp32", "fp16")
 """Stage 2's precisions (``engine.precision``): float32 throughout, or fp16 activations and weights with float32
 islands; stage 1 is float32 in both (its rounded durations must match the CPU reference). Here, in the leaf, so the
 config, the CLI, the graph cache and the export (torch) check one list."""
+HALF_LSTMS = ("none", "audio", "all")
+"""Which of the stages' six LSTMs the torch-cuda engine runs in float16 (``engine.half_lstms``; cuDNN's persistent
+kernel, ``export.lstm.OneCallLSTM``): none; the two whose outputs reach the audio but no duration (stage 1's text
+encoder, whose features only stage 2 reads, and stage 2's prosody LSTM), so their float16 error can show only in
+the audio, which doctor holds to a log-mel limit, never in a duration, which it holds equal to the CPU reference;
+or all six."""
 
 
 def check_precision(precision: str) -> None:

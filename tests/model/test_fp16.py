@@ -19,6 +19,10 @@ pass, docs/BENCHMARKS.md).
 
 Stage 2 with its small products fused (``products``), against the plain one: the style projections to the bit, the
 harmonic mix summed in another order 1e-5 / 5e-4 dB (float32, here, 2026-12-07).
+
+Both stages with the LSTMs that reach no duration in float16 (``half_lstms="audio"``, cuDNN's persistent kernel on a
+GPU): the durations and stage 1's d to the bit, 0.14-0.16 dB log-mel on three rows (torch's CPU float16 LSTM,
+2026-12-07; "all" six gave 0.11-0.22 dB there, its durations equal on those rows).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ SENTENCES = ["好的。", "欢迎使用语音合成系统"]
 MEL_DB = 0.35
 PLANAR_MEL_DB = 0.15
 FUSED_MEL_DB = 0.01
+HALF_LSTMS_MEL_DB = 0.3
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +79,14 @@ def audio() -> dict[str, Any]:
             samples, lengths = vocoder(*args)
         result[name] = (samples.numpy(), lengths.numpy())
         result["held"][name] = _storages(vocoder)
+    half1 = reference.BatchedDurations(kmodel, one_call_lstms=True, half_lstms="audio").eval()
+    half2 = reference.BatchedVocoder(kmodel, one_call_lstms=True, half_lstms="audio").eval()
+    with torch.inference_mode():
+        out_half = half1(*(torch.from_numpy(feeds1[n]) for n in STAGE1_INPUTS))
+        feeds_half = stage2_feeds(*(x.numpy() for x in out_half), feeds1, tail_frames=4)
+        samples, lengths = half2(*(torch.from_numpy(feeds_half[n]) for n in STAGE2_INPUTS))
+    result["half_lstms"] = (samples.numpy(), lengths.numpy())
+    result["stage1"] = {"fp32": [x.numpy() for x in out], "half_lstms": [x.numpy() for x in out_half]}
     return result
 
 
@@ -140,6 +153,48 @@ def test_stage_2_with_its_small_products_fused_renders_what_the_plain_one_does(a
     for row, n in enumerate(lengths):
         assert mel_distance_db(ref[row, :n], fused[row, :n]) < FUSED_MEL_DB
         assert not fused[row, n:].any()
+
+
+def test_the_lstms_that_reach_no_duration_run_in_float16_to_the_same_durations_and_sound(audio) -> None:
+    """``engine.half_lstms: audio``: stage 1's text encoder and stage 2's prosody LSTM in float16 (a persistent
+    cuDNN kernel on a GPU), the four LSTMs that decide the durations in float32: durations and d to the bit, the
+    text features within float16 rounding, and the same lengths, silence and sound."""
+    (durations, d, t_en), (half_durations, half_d, half_t_en) = audio["stage1"]["fp32"], audio["stage1"]["half_lstms"]
+    assert np.array_equal(half_durations, durations) and np.array_equal(half_d, d)
+    assert half_t_en.dtype == np.float32 and 0 < np.abs(half_t_en - t_en).max() < 1e-2
+    (ref, ref_lengths), (half, lengths) = audio["fp32"], audio["half_lstms"]
+    assert half.dtype == np.float32 and half.shape == ref.shape and np.array_equal(lengths, ref_lengths)
+    for row, n in enumerate(lengths):
+        assert mel_distance_db(ref[row, :n], half[row, :n]) < HALF_LSTMS_MEL_DB
+        assert not half[row, n:].any()
+
+
+def test_half_lstms_picks_two_of_the_six_for_audio_and_all_for_all() -> None:
+    """The two stages' LSTMs in float16 by ``engine.half_lstms``; float16 needs their directions in one call."""
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("kokoro") is None:
+        pytest.skip("the reference model needs the 'export' extra and kokoro (--no-deps)")
+    import torch
+
+    from wyoming_fasttts.export import reference
+    from wyoming_fasttts.export.lstm import OneCallLSTM
+
+    settings = load_settings()
+    assets = ensure_assets(settings.assets, voices=["zf_xiaobei"])
+    kmodel = reference.build_kmodel(assets.model, load_vocab(assets.vocab), deterministic=True)
+
+    def half(mode: str) -> list[str]:
+        stages = (reference.BatchedDurations(kmodel, one_call_lstms=True, half_lstms=mode),
+                  reference.BatchedVocoder(kmodel, one_call_lstms=True, half_lstms=mode))
+        return sorted(name for stage in stages for name, m in stage.lstms.items()
+                      if isinstance(m, OneCallLSTM) and m.lstm.weight_hh_l0.dtype == torch.float16)
+
+    assert half("none") == []
+    assert half("audio") == ["predictor/shared", "text_encoder/lstm"]
+    assert len(half("all")) == 6
+    with pytest.raises(ValueError, match="one_call_lstms"):
+        reference.BatchedDurations(kmodel, half_lstms="audio")
+    with pytest.raises(ValueError, match="half_lstms must be one of none, audio, all"):
+        reference.BatchedVocoder(kmodel, one_call_lstms=True, half_lstms="some")
 
 
 def test_the_planar_upsampling_is_the_depthwise_transposed_convolution() -> None:

@@ -107,6 +107,18 @@ def test_a_batch_split_over_two_stage_2_calls_keeps_each_row(setup, one_slot, sl
         _same_as_alone(reference, item, audio, frames)
 
 
+def test_with_the_lstms_that_reach_no_duration_in_float16_each_row_keeps_its_durations_and_sound(setup) -> None:
+    """``engine.half_lstms: audio`` (cuDNN's persistent kernel on a GPU, torch's float16 LSTM here): each row's
+    durations are its sentence's alone to the frame and its sound within doctor's limit; the engine says so."""
+    _, reference, items = setup
+    settings = load_settings(overrides={**SMALL, "engine.half_lstms": "audio"})
+    engine = create_torch_engine(settings, ensure_assets(settings.assets), device="cpu")
+    assert engine.replay.endswith("; 2 of the LSTMs in float16")
+    batch = [items[text] for text, _ in SHORT]
+    for item, (audio, frames) in zip(batch, engine.synthesize_batch(batch), strict=True):
+        _same_as_alone(reference, item, audio, frames)
+
+
 def test_a_batch_s_stage_1_runs_while_another_s_stage_2_does_and_each_keeps_its_rows(setup, monkeypatch) -> None:
     """Two slots: the second batch's stage 1 overwrites stage 1's outputs and inbox while the first batch's stage 2
     runs on its hand-over copy. The first stage 2 is held until the second stage 1 has run, so the test fails (by

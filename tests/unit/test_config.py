@@ -51,6 +51,8 @@ def test_a_bucket_step_below_one_is_refused(tmp_path: Path) -> None:
         load_settings(_user_file(tmp_path, "engine:\n  batch_tokens: -1\n"))
     with pytest.raises(ConfigError, match=re.escape("engine.cublas_workspace_kib must be 0 (PyTorch's own)")):
         load_settings(_user_file(tmp_path, "engine:\n  cublas_workspace_kib: -4096\n"))
+    with pytest.raises(ConfigError, match=re.escape("engine.half_lstms must be none, audio or all")):
+        load_settings(_user_file(tmp_path, "engine:\n  half_lstms: fp16\n"))
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])

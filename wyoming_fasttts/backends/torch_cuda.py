@@ -51,6 +51,11 @@ every other GPU engine, and doctor holds its audio to the CPU reference the same
   the kernel computing the harmonics: the engine alone 0.12-0.28 ms faster a call in two pairs of runs on an H100
   (2026-12-07, docs/BENCHMARKS.md, thirty-first pass), less than the profile it was chosen from suggested (that
   profile's largest products were most likely the LSTM's recurrent steps, thirtieth and thirty-first passes).
+* ``engine.half_lstms`` (opt-in): LSTMs in float16, which cuDNN runs as one persistent kernel a sequence on
+  rows padded to 8 (``export.lstm.OneCallLSTM(half=True)``); one such LSTM alone on an H100 4-5x faster (64 steps
+  0.64 -> 0.15 ms, 160 steps 1.71 -> 0.34), ~4.5 ms of the engine's 13.2 a pair being its six LSTMs; "audio"
+  keeps the four that decide the durations in float32 (2026-12-07, docs/BENCHMARKS.md, thirty-first pass; not
+  yet timed through the engine, so not in examples/torch-cuda.yaml).
 
 Measured through Wyoming beside eager PyTorch in one process (docs/BENCHMARKS.md has each pass): eager kernels
 captured (the default), one sentence 22.2-22.3 ms, 109-110 QPS at 16 clients, 9 s to start (an H100, 2026-12-06,
@@ -80,6 +85,7 @@ import torch
 from ..assets import ModelAssets, load_vocab
 from ..config import EngineSettings, Settings
 from ..core import EngineError, SynthesisItem
+from ..export.lstm import OneCallLSTM
 from .alignment import SAMPLES_PER_FRAME
 from .base import BatchSynthesis, EngineMemory
 from .batching import STAGE1_INPUTS, STAGE1_OUTPUTS, STAGE2_INPUTS, STAGE2_OUTPUTS
@@ -143,6 +149,8 @@ class TorchGraphEngine(BatchSynthesis):
         self._used_before = None if self._device_index is None else device_used_bytes(self._device_index)
         stage1, stage2 = stage1.to(self._device).eval(), stage2.to(self._device).eval()
         self.weights_bytes = _unique_bytes(stage1, stage2)
+        self.half_lstms = sum(isinstance(m, OneCallLSTM) and m.rows > 1 for s in (stage1, stage2) for m in s.modules())
+        """How many of the stages' LSTMs run in float16 (``engine.half_lstms``), for ``replay``."""
         # A planar stage 2 (``reference.BatchedVocoder``'s ``planar``) is compiled channels-last.
         self._stages = ((_compiled(stage1), _compiled(stage2, channels_last=getattr(stage2, "planar", False)))
                         if compile else (stage1, stage2))
@@ -198,8 +206,9 @@ class TorchGraphEngine(BatchSynthesis):
                else "eager")
         graphs = ("one CUDA graph per shape, " + ("a pool per stage" if self.slots > 1 else "one pool")
                   if self.graphs else "no CUDA graphs")
+        half = f"; {self.half_lstms} of the LSTMs in float16" if self.half_lstms else ""
         return (f"{how}, {graphs}; {len(self.shapes1)} + {len(self.shapes2)} bucket shapes; "
-                f"{'stages pipelined' if self.slots > 1 else 'one batch at a time'}")
+                f"{'stages pipelined' if self.slots > 1 else 'one batch at a time'}{half}")
 
     def _view(self, name: str, dims: tuple[int, ...]) -> torch.Tensor:
         return self._buf[name][: int(np.prod(dims))].view(dims)
@@ -518,8 +527,9 @@ def create_torch_engine(settings: Settings, assets: ModelAssets, device: str | N
         _memory_environment(eng)
     compiled = eng.torch_compile and cuda
     kmodel = reference.build_kmodel(assets.model, load_vocab(assets.vocab), deterministic=True)
-    stage1 = reference.BatchedDurations(kmodel, fused_attention=True, one_call_lstms=True)
-    stage2 = reference.BatchedVocoder(kmodel, eng.precision, planar=compiled, one_call_lstms=True, fused_products=True)
+    stage1 = reference.BatchedDurations(kmodel, fused_attention=True, one_call_lstms=True, half_lstms=eng.half_lstms)
+    stage2 = reference.BatchedVocoder(kmodel, eng.precision, planar=compiled, one_call_lstms=True, fused_products=True,
+                                      half_lstms=eng.half_lstms)
     chosen = eng.buckets
     buckets = Buckets.for_limits(settings.scheduler.max_batch, eng.max_tokens, eng.max_frames, eng.batch_frames,
                                  rows=chosen.rows, tokens=chosen.tokens, frames=chosen.frames,

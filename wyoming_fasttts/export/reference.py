@@ -33,7 +33,7 @@ from onnx import numpy_helper
 from torch import nn
 
 from ..assets import ModelAssets, load_vocab
-from ..core import check_precision
+from ..core import HALF_LSTMS, check_precision
 from ..graphs.dequantize import dequantize
 from .lstm import LengthAwareLSTM, OneCallLSTM
 from .products import HarmonicMix, StyleProjections
@@ -416,18 +416,34 @@ def _parts(kmodel: nn.Module, paths: Sequence[str],
     return root
 
 
+_AUDIO_LSTMS = ("text_encoder.lstm", "predictor.shared")
+"""``HALF_LSTMS``' "audio": stage 1's text encoder (its features t_en only go to stage 2) and stage 2's prosody LSTM.
+The other four (the duration encoder's three and the duration LSTM) decide the durations: in float16 on this CPU
+they changed 2 of 6233 over 57 sentences (2026-12-07, docs/BENCHMARKS.md, thirty-first pass)."""
+
+
 class _Batched(nn.Module):
     """Shared by both stages: the KModel parts a stage runs (``k``) and length-aware copies of its LSTMs, each with
     its directions in one call where ``one_call_lstms`` (``lstm.OneCallLSTM``: the torch-cuda engine's; the
-    exported graphs keep two, the LSTM every ONNX parser knows)."""
+    exported graphs keep two, the LSTM every ONNX parser knows), those ``half_lstms`` picks (``HALF_LSTMS``) in
+    float16 (one call only: ``OneCallLSTM(half=True)``, cuDNN's persistent kernel)."""
 
     def __init__(self, kmodel: nn.Module, parts: Sequence[str], lstms: Sequence[str],
-                 convert: Callable[[nn.Module], nn.Module] | None = None, one_call_lstms: bool = False) -> None:
+                 convert: Callable[[nn.Module], nn.Module] | None = None, one_call_lstms: bool = False,
+                 half_lstms: str = "none") -> None:
         super().__init__()
+        if half_lstms not in HALF_LSTMS:
+            raise ValueError(f"half_lstms must be one of {', '.join(HALF_LSTMS)}, not {half_lstms!r}")
+        if half_lstms != "none" and not one_call_lstms:
+            raise ValueError("half_lstms needs one_call_lstms (cuDNN's persistent kernel runs one direction)")
         self.k = _parts(kmodel, parts, convert)
 
-        form = OneCallLSTM if one_call_lstms else LengthAwareLSTM
-        self.lstms = nn.ModuleDict({name.replace(".", "/"): form(kmodel.get_submodule(name)) for name in lstms})
+        def form(name: str) -> nn.Module:
+            lstm: nn.LSTM = kmodel.get_submodule(name)  # type: ignore[assignment]
+            half = half_lstms == "all" or (half_lstms == "audio" and name in _AUDIO_LSTMS)
+            return OneCallLSTM(lstm, half=half) if one_call_lstms else LengthAwareLSTM(lstm)
+
+        self.lstms = nn.ModuleDict({name.replace(".", "/"): form(name) for name in lstms})
 
     def lstm(self, name: str, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         return self.lstms[name.replace(".", "/")](x, lengths)
@@ -436,10 +452,11 @@ class _Batched(nn.Module):
 class BatchedDurations(_Batched):
     """Stage 1: padded tokens -> per-token frame counts and the features stage 2 aligns."""
 
-    def __init__(self, kmodel: nn.Module, fused_attention: bool = False, one_call_lstms: bool = False) -> None:
+    def __init__(self, kmodel: nn.Module, fused_attention: bool = False, one_call_lstms: bool = False,
+                 half_lstms: str = "none") -> None:
         super().__init__(kmodel, _STAGE1_PARTS, [name for name, m in kmodel.named_modules()
                                                  if isinstance(m, nn.LSTM) and name not in _STAGE2_LSTMS],
-                         one_call_lstms=one_call_lstms)
+                         one_call_lstms=one_call_lstms, half_lstms=half_lstms)
         self.fused_attention = fused_attention
         """ALBERT's attention as one ``scaled_dot_product_attention`` call instead of the matrix products and softmax
         the ONNX export writes (``export.batched``): the same arithmetic (durations equal, d within 1e-4 on the CPU)
@@ -647,10 +664,10 @@ class BatchedVocoder(_Batched):
     """
 
     def __init__(self, kmodel: nn.Module, precision: str = "fp32", planar: bool = False,
-                 one_call_lstms: bool = False, fused_products: bool = False) -> None:
+                 one_call_lstms: bool = False, fused_products: bool = False, half_lstms: str = "none") -> None:
         check_precision(precision)
         super().__init__(kmodel, _STAGE2_PARTS, _STAGE2_LSTMS, _stage2_copy(precision, planar, fused_products),
-                         one_call_lstms)
+                         one_call_lstms, half_lstms)
         self.dtype = torch.float16 if precision == "fp16" else torch.float32
         self.planar = planar
         self.styles: nn.ModuleDict | None = None
