@@ -15,8 +15,8 @@ MIN_SPEED, MAX_SPEED = 0.5, 2.0
 """The speaking rates the model renders well (a config default, a request's speed, the CLI's)."""
 PRECISIONS = ("fp32", "fp16")
 """Stage 2's precisions (``engine.precision``): float32 throughout, or fp16 activations and weights with float32
-islands; stage 1 is float32 in both (its rounded durations must match the CPU reference). Here, in the leaf, so the
-config, the CLI, the graph cache and the export (torch) check one list."""
+islands; stage 1 is float32 in both (its rounded durations must match the CPU reference; ``HALF_LSTMS`` aside).
+Here, in the leaf, so the config, the CLI, the graph cache and the export (torch) check one list."""
 HALF_LSTMS = ("none", "audio", "all")
 """Which of the stages' six LSTMs the torch-cuda engine runs in float16 (``engine.half_lstms``; cuDNN's persistent
 kernel, ``export.lstm.OneCallLSTM``): none; the two whose outputs reach the audio but no duration (stage 1's text
