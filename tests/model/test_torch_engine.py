@@ -193,7 +193,8 @@ def test_a_compiled_engine_renders_a_lone_sentence_as_a_pair(setup, monkeypatch)
     dynamo's tracing of the stages (its eager backend here: inductor's kernels are the GPU's, measured there). The
     long sentence's 2 x 256 row-frames exceed ``batch_frames`` (256), yet its pair has a shape of its own. Stage 2
     as the compiled GPU engine builds it, planar (2-D convolutions, compiled channels-last there), traces and
-    renders the same way."""
+    renders the same way, with the two LSTMs that reach no duration in float16 (``engine.half_lstms: audio``: rows
+    padded to 8 inside the traced stages)."""
     from torch._dynamo.utils import counters
 
     from wyoming_fasttts.backends import torch_cuda
@@ -209,10 +210,10 @@ def test_a_compiled_engine_renders_a_lone_sentence_as_a_pair(setup, monkeypatch)
     monkeypatch.setattr(torch_cuda, "_compiled", traced)
     assets = ensure_assets(load_settings(overrides=SMALL).assets)
     kmodel = ref.build_kmodel(assets.model, load_vocab(assets.vocab), deterministic=True)
-    for planar in (False, True):
-        compiled = TorchGraphEngine(ref.BatchedDurations(kmodel, one_call_lstms=True),
+    for planar, half in ((False, "none"), (True, "audio")):
+        compiled = TorchGraphEngine(ref.BatchedDurations(kmodel, one_call_lstms=True, half_lstms=half),
                                     ref.BatchedVocoder(kmodel, "fp32", planar=planar, one_call_lstms=True,
-                                                       fused_products=True),
+                                                       fused_products=True, half_lstms=half),
                                     buckets=engine.buckets, tail_frames=0, device="cpu", compile=True, graphs=False)
         assert engine.buckets.rows == (1, 2) and compiled.buckets.rows == (2,) and compiled.max_batch == 2
         assert (2, 128, 256) in compiled.shapes2 and (2, 128, 256) not in engine.shapes2
