@@ -430,12 +430,12 @@ def part_planar(args: argparse.Namespace, item: dict, save: Callable[[dict], Non
     captured as CUDA graphs and replayed interleaved (CUDA events); their audio compared; each profiled."""
     import torch
 
-    from wyoming_fasttts.backends.torch_cuda import _compiled
+    from wyoming_fasttts.backends.torch_cuda import STAGE2_FORMS, _compiled
     from wyoming_fasttts.export import reference
 
     kmodel = load_kmodel(args)
     stage1 = reference.BatchedDurations(kmodel).eval().to(args.device)
-    shipped = {"one_call_lstms": True, "fused_products": True} if args.as_engine else {}
+    shipped = STAGE2_FORMS if args.as_engine else {}
     variants = {name: _compiled(reference.BatchedVocoder(kmodel, args.precision, planar=planar, **shipped).eval()
                                 .to(args.device), channels_last=planar)
                 for name, planar in (("1-D", False), ("planar", True))}
@@ -660,8 +660,8 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=FRAME_BUCKET,
                         help="frame bucket (160: the README's fused setting's, nineteenth pass)")
     parser.add_argument("--as-engine", action="store_true",
-                        help="--part planar: stage 2 built as the torch-cuda engine builds it (one-call LSTMs, the "
-                             "AdaIN style projections and the source's harmonic mix fused, thirtieth pass)")
+                        help="--part planar: stage 2 built as the torch-cuda engine builds it "
+                             "(torch_cuda.STAGE2_FORMS: one-call LSTMs, style projections and harmonic mix fused)")
     parser.add_argument("--results", required=True, help="folder of the parts' JSON files")
     parser.add_argument("--out", help="--part report: the merged JSON")
     args = parser.parse_args()

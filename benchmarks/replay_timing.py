@@ -1,7 +1,7 @@
-"""Shared by the PyTorch-only GPU microbenchmarks (``gpu_lstm_merge.py``, ``gpu_products.py``): a call captured in a
-CUDA graph the way the torch-cuda engine captures its stages (warmed on a side stream first), and graphs replayed
-interleaved, one after another each run, so a machine's drift reaches every form alike; each form's p50 and p90,
-and the report both write."""
+"""Shared by the PyTorch GPU microbenchmarks (``gpu_lstm_merge.py``, ``gpu_products.py``; ``gpu_kernels.py`` captures
+with it): a call captured in a CUDA graph the way the torch-cuda engine captures its stages (warmed on a side stream
+first), and graphs replayed interleaved, one after another each run, so a machine's drift reaches every form alike;
+each form's p50 and p90, and the report the first two write."""
 
 from __future__ import annotations
 

@@ -71,7 +71,7 @@ def audio() -> dict[str, Any]:
         out = stage1(*(torch.from_numpy(feeds1[n]) for n in STAGE1_INPUTS))
     feeds2 = stage2_feeds(*(x.numpy() for x in out), feeds1, tail_frames=4)
     args = [torch.from_numpy(feeds2[n]) for n in STAGE2_INPUTS]
-    result: dict[str, Any] = {"held": {"kmodel": _storages(kmodel), "stage1": _storages(stage1)}}
+    result: dict[str, Any] = {"kmodel": kmodel, "held": {"kmodel": _storages(kmodel), "stage1": _storages(stage1)}}
     for name, precision, planar, fused in (("fp32", "fp32", False, False), ("fp16", "fp16", False, False),
                                            ("planar", "fp32", True, False), ("fused", "fp32", False, True)):
         vocoder = reference.BatchedVocoder(kmodel, precision, planar=planar, fused_products=fused).eval()
@@ -169,18 +169,14 @@ def test_the_lstms_that_reach_no_duration_run_in_float16_to_the_same_durations_a
         assert not half[row, n:].any()
 
 
-def test_half_lstms_picks_two_of_the_six_for_audio_and_all_for_all() -> None:
+def test_half_lstms_picks_two_of_the_six_for_audio_and_all_for_all(audio) -> None:
     """The two stages' LSTMs in float16 by ``engine.half_lstms``; float16 needs their directions in one call."""
-    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("kokoro") is None:
-        pytest.skip("the reference model needs the 'export' extra and kokoro (--no-deps)")
     import torch
 
     from wyoming_fasttts.export import reference
     from wyoming_fasttts.export.lstm import OneCallLSTM
 
-    settings = load_settings()
-    assets = ensure_assets(settings.assets, voices=["zf_xiaobei"])
-    kmodel = reference.build_kmodel(assets.model, load_vocab(assets.vocab), deterministic=True)
+    kmodel = audio["kmodel"]
 
     def half(mode: str) -> list[str]:
         stages = (reference.BatchedDurations(kmodel, one_call_lstms=True, half_lstms=mode),

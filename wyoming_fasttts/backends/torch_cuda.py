@@ -508,6 +508,11 @@ def _memory_environment(eng: EngineSettings) -> None:
                         "the environment instead", ", ".join(set_here))
 
 
+STAGE2_FORMS = {"one_call_lstms": True, "fused_products": True}
+"""The forms of ``reference.BatchedVocoder`` this engine always builds (beside its precision, planar and half_lstms
+settings): one place, so that ``benchmarks/gpu_profile.py --as-engine`` profiles the stage 2 the engine runs."""
+
+
 def create_torch_engine(settings: Settings, assets: ModelAssets, device: str | None = None) -> TorchGraphEngine:
     """The reference stages with the shipped weights on ``engine.device_id`` (``device`` "cpu": tests), at
     ``engine.buckets``; stage 2 in ``engine.precision`` (fp16: convolutions and elementwise work in fp16 with
@@ -528,8 +533,7 @@ def create_torch_engine(settings: Settings, assets: ModelAssets, device: str | N
     compiled = eng.torch_compile and cuda
     kmodel = reference.build_kmodel(assets.model, load_vocab(assets.vocab), deterministic=True)
     stage1 = reference.BatchedDurations(kmodel, fused_attention=True, one_call_lstms=True, half_lstms=eng.half_lstms)
-    stage2 = reference.BatchedVocoder(kmodel, eng.precision, planar=compiled, one_call_lstms=True, fused_products=True,
-                                      half_lstms=eng.half_lstms)
+    stage2 = reference.BatchedVocoder(kmodel, eng.precision, planar=compiled, half_lstms=eng.half_lstms, **STAGE2_FORMS)
     chosen = eng.buckets
     buckets = Buckets.for_limits(settings.scheduler.max_batch, eng.max_tokens, eng.max_frames, eng.batch_frames,
                                  rows=chosen.rows, tokens=chosen.tokens, frames=chosen.frames,
