@@ -45,8 +45,10 @@
 #        16 clients run as two batches of 8 anyway (twenty-third pass), so the 16-row graphs, half the stage-2 pool
 #        and half of stage 1's may go (memory goal) at the same 16-client throughput (twenty-fourth pass); since the
 #        twenty-sixth pass also engine.batch_tokens 1024 and a 4 MiB cuBLAS workspace (C8T, C8TW);
+#        since the thirty-second pass also engine.half_lstms all;
 #   C8H: (after C8, same machine) C8 with engine.half_lstms audio: the two LSTMs that reach no duration in float16, run
-#        by cuDNN's persistent kernel (thirty-first pass: one such LSTM alone 4-5x faster); C8HA: all six;
+#        by cuDNN's persistent kernel (thirty-first pass: one such LSTM alone 4-5x faster); C8HA: all six (C8 since
+#        the thirty-second pass); C8N: none, the example before that pass;
 #   D8H, D8HA: D8's doctor on C8H's and C8HA's settings (durations equal to the CPU reference? log-mel?);
 #   C81: (after C8, same machine) C8 with scheduler.workers 1: what the second slot costs in memory at batches of 8;
 #   C8E: (after C8, same machine) C8 with CE's frames [64, 128, 192, 256, 512]: 9 stage-2 graphs fewer;
@@ -156,7 +158,7 @@ IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8P|C8T|C8TW|C8H|C8HA|CRE|DH|DC|DR|DBP|D8|D8H|D8HA|CM|CL|CX|CE|PM|P8|R|PF|PP|HC|HCAB)
+T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8P|C8T|C8TW|C8H|C8HA|C8N|CRE|DH|DC|DR|DBP|D8|D8H|D8HA|CM|CL|CX|CE|PM|P8|R|PF|PP|HC|HCAB)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -183,8 +185,9 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8P|C8T|C8TW|C8H|C8HA|CRE|DH|DC|
   { cat $pack/CE.yaml; printf 'scheduler:\n  max_batch: 8\n  preferred_batch_sizes: [4, 8]\n'; } | sed 's/batch_frames: 1024/batch_frames: 2048/' > $pack/C8E.yaml
   grep -v -E '^  (batch_tokens|torch_expandable_segments|cublas_workspace_kib):' $pack/C8.yaml > $pack/C8P.yaml  # 25th pass's
   grep -v '^  cublas_workspace_kib:' $pack/C8.yaml > $pack/C8T.yaml
-  sed 's/^engine:$/engine:\n  half_lstms: audio/' $pack/C8.yaml > $pack/C8H.yaml
-  sed 's/^engine:$/engine:\n  half_lstms: all/' $pack/C8.yaml > $pack/C8HA.yaml
+  sed 's/^  half_lstms: all .*/  half_lstms: audio/' $pack/C8.yaml > $pack/C8H.yaml
+  sed 's/^  half_lstms: all .*/  half_lstms: none/' $pack/C8.yaml > $pack/C8N.yaml
+  cp $pack/C8.yaml $pack/C8HA.yaml  # the example since the thirty-second pass, under the name that pass ran it
   case $step in  # the step's run, on the unpacked pack
   R) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_compile_rows.py \
       --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx --vocab $pack/data/vocab.json \
@@ -203,7 +206,7 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8P|C8T|C8TW|C8H|C8HA|CRE|DH|DC|
       --where "child process" --out "$OUT/host-ceiling-ab-$k-$(basename "$(realpath "$tree")").json") 2>&1 \
       | grep QPS | sed "s|^|$tree $k: |" | tee -a "$log"; done; done ;;
   CL|CE|CRE|C8E|C8P|C8T) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/$step.yaml" ;;
-  C8|C81|C8TW|C8H|C8HA) (export $LEAN; measure "--config $pack/${step/TW/}.yaml") ;;
+  C8|C81|C8TW|C8H|C8HA|C8N) (export $LEAN; measure "--config $pack/${step/TW/}.yaml") ;;
   CX) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml" ;;
   C|CM|CW|CF|CR|CB|CBP|CBP1) measure "--config $pack/$step.yaml" ;;
   CIC) measure "--config $pack/C.yaml"; pack_cache ;;

@@ -51,11 +51,13 @@ every other GPU engine, and doctor holds its audio to the CPU reference the same
   the kernel computing the harmonics: the engine alone 0.12-0.28 ms faster a call in two pairs of runs on an H100
   (2026-12-07, docs/BENCHMARKS.md, thirty-first pass), less than the profile it was chosen from suggested (that
   profile's largest products were most likely the LSTM's recurrent steps, thirtieth and thirty-first passes).
-* ``engine.half_lstms`` (opt-in): LSTMs in float16, which cuDNN runs as one persistent kernel a sequence on
-  rows padded to 8 (``export.lstm.OneCallLSTM(half=True)``); one such LSTM alone on an H100 4-5x faster (64 steps
-  0.64 -> 0.15 ms, 160 steps 1.71 -> 0.34), ~4.5 ms of the engine's 13.2 a pair being its six LSTMs; "audio"
-  keeps the four that decide the durations in float32 (2026-12-07, docs/BENCHMARKS.md, thirty-first pass; not
-  yet timed through the engine, so not in examples/torch-cuda.yaml).
+* ``engine.half_lstms`` (opt-in; ``all`` in examples/torch-cuda.yaml): LSTMs in float16, which cuDNN runs as one
+  persistent kernel a sequence on rows padded to 8 (``export.lstm.OneCallLSTM(half=True)``); one such LSTM alone on
+  an H100 4-5x faster (64 steps 0.64 -> 0.15 ms, 160 steps 1.71 -> 0.34), ~4.5 ms of the engine's 13.2 a pair
+  being its six LSTMs (thirty-first pass). Through the engine, side by side on one H100 (one run each, 2026-12-07,
+  docs/BENCHMARKS.md, thirty-second pass): ``all`` a lone sentence 13.8 -> 10.0 ms and a batch of 8 23.8 -> 20.0,
+  the server 1128 -> 1088 MiB, doctor's durations still the CPU reference's; "audio" (the four that decide the
+  durations kept in float32) 1.2-2.0 ms and 40 MiB more.
 
 Measured through Wyoming beside eager PyTorch in one process (docs/BENCHMARKS.md has each pass): eager kernels
 captured (the default), one sentence 22.2-22.3 ms, 109-110 QPS at 16 clients, 9 s to start (an H100, 2026-12-06,
