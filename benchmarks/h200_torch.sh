@@ -50,6 +50,8 @@
 #        by cuDNN's persistent kernel (thirty-first pass: one such LSTM alone 4-5x faster); C8HA: all six (C8 since
 #        the thirty-second pass); C8N: none, the example before that pass;
 #   D8H, D8HA: D8's doctor on C8H's and C8HA's settings (durations equal to the CPU reference? log-mel?);
+#   C8S8: (after C8, same machine) C8 with scheduler.preferred_batch_sizes [8]: with the LSTMs in float16 16 clients fell
+#        into batches of 4 and 8, a batch of 4 costing the busy GPU about what one of 8 did (thirty-second pass);
 #   C81: (after C8, same machine) C8 with scheduler.workers 1: what the second slot costs in memory at batches of 8;
 #   C8E: (after C8, same machine) C8 with CE's frames [64, 128, 192, 256, 512]: 9 stage-2 graphs fewer;
 #   P8:  (a fresh machine: U0 first) P's pool report for C8's engine (two slots, LEAN's environment), each capture
@@ -158,7 +160,7 @@ IC)  # after a compiled step on this machine: its inductor cache in 15 MiB parts
 U0)
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.limit \
     --format=csv 2>&1 | tee -a "$log" ;;
-T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8P|C8T|C8TW|C8H|C8HA|C8N|CRE|DH|DC|DR|DBP|D8|D8H|D8HA|CM|CL|CX|CE|PM|P8|R|PF|PP|HC|HCAB)
+T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8P|C8T|C8TW|C8H|C8HA|C8N|C8S8|CRE|DH|DC|DR|DBP|D8|D8H|D8HA|CM|CL|CX|CE|PM|P8|R|PF|PP|HC|HCAB)
   [ "$(cat $pack/chunks/chunk.* | sha256sum | cut -c1-64)" = "$(cat "$root"/.gpu/all.sha)" ] || { echo "sha256 differs"; exit 3; }
   (cd $pack && cat chunks/chunk.* | xz -dc | tar -xf -) 2>&1 | tail -2 | tee -a "$log"
   (cd $pack/data && sha256sum -c sha) 2>&1 | tee -a "$log"
@@ -188,6 +190,7 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8P|C8T|C8TW|C8H|C8HA|C8N|CRE|DH
   sed 's/^  half_lstms: all .*/  half_lstms: audio/' $pack/C8.yaml > $pack/C8H.yaml
   sed 's/^  half_lstms: all .*/  half_lstms: none/' $pack/C8.yaml > $pack/C8N.yaml
   cp $pack/C8.yaml $pack/C8HA.yaml  # the example since the thirty-second pass, under the name that pass ran it
+  sed 's/^  preferred_batch_sizes: \[4, 8\]/  preferred_batch_sizes: [8]/' $pack/C8.yaml > $pack/C8S8.yaml
   case $step in  # the step's run, on the unpacked pack
   R) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-540}" python3 benchmarks/gpu_compile_rows.py \
       --inputs "$root"/.gpu/inputs.json --model $pack/data/kokoro-v1.0.int8.onnx --vocab $pack/data/vocab.json \
@@ -206,7 +209,7 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8P|C8T|C8TW|C8H|C8HA|C8N|CRE|DH
       --where "child process" --out "$OUT/host-ceiling-ab-$k-$(basename "$(realpath "$tree")").json") 2>&1 \
       | grep QPS | sed "s|^|$tree $k: |" | tee -a "$log"; done; done ;;
   CL|CE|CRE|C8E|C8P|C8T) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/$step.yaml" ;;
-  C8|C81|C8TW|C8H|C8HA|C8N) (export $LEAN; measure "--config $pack/${step/TW/}.yaml") ;;
+  C8|C81|C8TW|C8H|C8HA|C8N|C8S8) (export $LEAN; measure "--config $pack/${step/TW/}.yaml") ;;
   CX) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True measure "--config $pack/CM.yaml" ;;
   C|CM|CW|CF|CR|CB|CBP|CBP1) measure "--config $pack/$step.yaml" ;;
   CIC) measure "--config $pack/C.yaml"; pack_cache ;;

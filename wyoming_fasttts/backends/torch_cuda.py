@@ -57,7 +57,7 @@ every other GPU engine, and doctor holds its audio to the CPU reference the same
   being its six LSTMs (thirty-first pass). Through the engine, side by side on one H100 (one run each, 2026-12-07,
   docs/BENCHMARKS.md, thirty-second pass): ``all`` a lone sentence 13.8 -> 10.0 ms and a batch of 8 23.8 -> 20.0,
   the server 1128 -> 1088 MiB, doctor's durations still the CPU reference's; "audio" (the four that decide the
-  durations kept in float32) 1.2-2.0 ms and 40 MiB more.
+  durations kept in float32) 1.2-2.0 ms faster, the server 40 MiB larger.
 
 Measured through Wyoming beside eager PyTorch in one process (docs/BENCHMARKS.md has each pass): eager kernels
 captured (the default), one sentence 22.2-22.3 ms, 109-110 QPS at 16 clients, 9 s to start (an H100, 2026-12-06,
