@@ -17,6 +17,9 @@ exported from (``export.reference.BatchedDurations`` / ``BatchedVocoder``, the s
 * ``--part compile --mode M``: the same batches under ``torch.compile`` (inductor; ``default`` or
   ``max-autotune-no-cudagraphs``) against eager in one process, timed with CUDA events: what fusing the
   elementwise work around the convolutions buys (as TensorRT fuses and ONNX Runtime CUDA does not).
+* ``--part planar``: stage 2 compiled as the engine compiles it, 1-D against planar, captured and replayed
+  interleaved, each profiled (``part_planar``); ``--as-engine`` builds it as the engine does. Each profile's largest
+  kernels carry their launches a call, and the largest inductor kernels their Triton source (``--kernel-source``).
 * ``--part report``: merges the parts' JSON files into one and prints markdown tables.
 
     python benchmarks/gpu_profile.py --part profile --inputs inputs.json --model kokoro-v1.0.int8.onnx \\
@@ -350,6 +353,8 @@ def summarise(kernels: list[dict], iterations: int, wall_ms: list[float]) -> dic
     counts: dict[str, float] = defaultdict(float)
     per_iter: dict[str, list[dict]] = defaultdict(list)
     top: dict[str, float] = defaultdict(float)
+    launches: dict[str, int] = defaultdict(int)
+    full_names: dict[str, str] = {}
     for k in kernels:
         it = next((x for x in k["stack"] if x.startswith("stage2#")), "none")
         per_iter[it].append(k)
@@ -361,7 +366,10 @@ def summarise(kernels: list[dict], iterations: int, wall_ms: list[float]) -> dic
         by["family"][family] += ms
         by["part_role"][f"{part} | {role}"] += ms
         counts[family] += 1
-        top[k["name"][:120]] += ms
+        short = k["name"][:120]
+        top[short] += ms
+        launches[short] += 1
+        full_names.setdefault(short, k["name"])
     total = sum(by["family"].values())
     spans, busy = [], []
     for it, ks in per_iter.items():
@@ -391,8 +399,37 @@ def summarise(kernels: list[dict], iterations: int, wall_ms: list[float]) -> dic
         "part": table(by["part"]), "role": table(by["role"]), "family": table(by["family"]),
         "part_role": table(by["part_role"]),
         "family_launches_per_iter": {k: v / iterations for k, v in counts.items()},
-        "top_kernels": dict(list(table(top).items())[:25]),
+        # launches a call and the whole name: one kernel of 1.5 ms and 18 of 84 us are different problems, and the
+        # whole name finds the kernel's source (kernel_sources)
+        "top_kernels": {name: {**row, "launches": launches[name] / iterations, "name": full_names[name]}
+                        for name, row in list(table(top).items())[:25]},
     }
+
+
+def kernel_sources(names: list[str], before: int = 1500, after: int = 8000) -> dict[str, list[str]]:
+    """The Triton source inductor wrote for each of ``names`` (found in its cache, ``TORCHINDUCTOR_CACHE_DIR``):
+    what a top kernel computes, its index arithmetic, masks and dtypes, read after the run instead of guessed from
+    its name (the thirty-first pass read its largest kernel as the source's sine; by the operators its name lists it
+    is AdaIN + Snake, thirty-second pass). A name can stand for different code in two compiled graphs (its number
+    counts kernels within one), so up to three distinct sources are kept."""
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    wanted = [n for n in names if n.startswith("triton_")]
+    found: dict[str, list[str]] = {n: [] for n in wanted}
+    for path in Path(cache_dir()).rglob("*.py"):
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        for name in wanted:
+            at = text.find(f"def {name}(")
+            if at < 0 or len(found[name]) >= 3:
+                continue
+            start = text.find("@triton", max(0, at - before), at)  # its decorators: size hints, then jit
+            snippet = text[start if start >= 0 else max(0, at - before):at + after]
+            if snippet not in found[name]:
+                found[name].append(snippet)
+    return found
 
 
 def profile_batch(stage2: Any, inputs: list[Any], iterations: int, cuda: bool, attribute: bool = True) -> dict:
@@ -470,10 +507,17 @@ def part_planar(args: argparse.Namespace, item: dict, save: Callable[[dict], Non
                 prof = profile_batch(module, inputs, args.iterations, True, attribute=False)
                 row[f"profile_{name}"] = {k: prof[k] for k in ("kernel_ms", "kernels_per_iter", "family",
                                                                "top_kernels")}
+                if args.kernel_source:
+                    tops = [t["name"] for t in prof["top_kernels"].values() if t["name"].startswith("triton_")]
+                    try:
+                        row[f"kernel_source_{name}"] = kernel_sources(tops[:args.kernel_source])
+                    except Exception as exc:  # the sources are a reading aid: their loss is not the batch's
+                        row[f"kernel_source_{name}"] = {"error": [repr(exc)[:400]]}
         except Exception as exc:  # a batch that fails is reported, the others still run
             row["error"] = repr(exc)[:400]
         results.append(row)
-        print(json.dumps({k: v for k, v in row.items() if not k.startswith("profile_") and k != "shape"}),
+        print(json.dumps({k: v for k, v in row.items() if not k.startswith(("profile_", "kernel_source_"))
+                          and k != "shape"}),
               flush=True)
         save({"part": "planar", "meta": meta(args), "results": results})
     return {"part": "planar", "meta": meta(args), "results": results}
@@ -662,6 +706,9 @@ def main() -> None:
     parser.add_argument("--as-engine", action="store_true",
                         help="--part planar: stage 2 built as the torch-cuda engine builds it "
                              "(torch_cuda.STAGE2_FORMS: one-call LSTMs, style projections and harmonic mix fused)")
+    parser.add_argument("--kernel-source", type=int, default=6,
+                        help="--part planar: the Triton source of this many of each profile's largest inductor "
+                             "kernels, from inductor's cache (0: none)")
     parser.add_argument("--results", required=True, help="folder of the parts' JSON files")
     parser.add_argument("--out", help="--part report: the merged JSON")
     args = parser.parse_args()

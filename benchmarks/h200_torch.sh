@@ -92,6 +92,8 @@
 #        optimisation forced: channels-last end to end), each captured, replayed interleaved at 16, 8 and 2 rows, their
 #        audio compared, each profiled (twenty-first pass); BENCH=1: both with cudnn.benchmark on; AS_ENGINE=1: both
 #        built as the engine builds them (one-call LSTMs, fused products; thirty-first pass); BATCHES=16,8,2 the rows;
+#        each profile's largest kernels with their launches a call and the six largest inductor kernels' Triton
+#        source (thirty-second pass: the largest, 1.52 ms at 8 rows, is AdaIN + Snake by its name; why so slow?);
 #   DBP: (after CBP, or a fresh machine: U0 first) D's doctor on CBP's setting: parity of the planar stage 2 and of a
 #        batch of 16 in one call;
 #   PM:  (after CM) P's pool report for CM's engine (fused fp16, batch_frames 1024), largest first, with each capture's
