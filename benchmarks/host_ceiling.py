@@ -15,11 +15,15 @@ real engine's 220); ``--waits`` and ``--hops`` split a call into several GIL tak
 them; ``--set`` changes a server setting (e.g. the scheduler's preferred batch sizes). ``--stage2-costs`` makes the
 stand-in the torch-cuda engine's pipeline (twenty-third pass): two slots, each call's cost split into a first part
 under one lock (stage 1 and the host step) and its stage-2 part under another, so a call's first part runs while the
-last call's stage 2 does: the scheduler's rules for two batches in flight, measured off the GPU.
+last call's stage 2 does: the scheduler's rules for two batches in flight, measured off the GPU. Those two parts
+overlap for free there, which the GPU's do not (thirty-second pass: a batch of 8, 20.0 ms alone, took 31.4 in the
+busy server, and a batch of 4 28.5): ``--gpu-share S`` runs both parts on one simulated GPU whose work is shared
+between the calls on it, two at a time getting S times one call's speed together (1: one after the other; 2: free);
+at S 1.0-1.15 it splits 16 clients into batches of 4 and 8 at about those costs, as that GPU did (thirty-third pass).
 
     python benchmarks/host_ceiling.py [--base-ms 15 --row-ms 1.5 | --costs 1:19.6,4:21,8:27.1,16:50.2]
-        [--stage2-costs 2:7.9,8:14.7,16:23] [--waits N --hops N] [--set KEY=VALUE ...] [--clients 1,4,16]
-        [--requests 256] [--out F]
+        [--stage2-costs 2:7.9,8:14.7,16:23 [--gpu-share 1.3]] [--waits N --hops N] [--set KEY=VALUE ...]
+        [--clients 1,4,16] [--requests 256] [--out F]
     bash benchmarks/h200_torch.sh HC      # on the GPU machine, its host (the pack's data, no GPU used)
 """
 
@@ -53,6 +57,42 @@ from wyoming_fasttts.core import SynthesisItem
 from wyoming_fasttts.voices import VoiceBank
 
 
+class SharedGPU:
+    """One GPU's work shared between the calls on it (processor sharing): alone a call's work runs at full speed,
+    two at a time run at ``share / 2`` each (``share`` 1: strictly in turn; 2: side by side at no cost), as two
+    streams' kernels share the SMs and memory bandwidth. Each caller sleeps until its own work is done, its finish
+    recomputed whenever a call joins or leaves."""
+
+    def __init__(self, share: float) -> None:
+        self.share = share
+        self._cond = threading.Condition()
+        self._left: dict[int, float] = {}  # each running call's seconds of work left at full speed
+        self._stamp = time.perf_counter()
+
+    def _rate(self) -> float:
+        return 1.0 if len(self._left) <= 1 else self.share / len(self._left)
+
+    def _advance(self) -> None:
+        now = time.perf_counter()
+        done, self._stamp = (now - self._stamp) * self._rate(), now
+        for key in self._left:
+            self._left[key] -= done
+
+    def work(self, seconds: float) -> None:
+        key = threading.get_ident()
+        with self._cond:
+            self._advance()
+            self._left[key] = seconds
+            self._cond.notify_all()  # the other call slows down
+            while True:
+                self._advance()
+                if self._left[key] <= 1e-5:
+                    del self._left[key]
+                    self._cond.notify_all()  # the other call speeds up
+                    return
+                self._cond.wait(self._left[key] / self._rate())
+
+
 class StandIn:
     """A GPU engine's shape (one call at a time, batches up to 16) with a fixed cost per call; ``audio`` by
     phoneme count (one sentence is all it is asked for). With ``stage2`` costs, two calls at a time, pipelined as
@@ -61,7 +101,8 @@ class StandIn:
     name, device, max_batch = "stand-in", "none", 16
 
     def __init__(self, audio: dict[int, np.ndarray], base_s: float, row_s: float, costs: dict[int, float],
-                 waits: int = 1, hops: int = 0, stage2: dict[int, float] | None = None) -> None:
+                 waits: int = 1, hops: int = 0, stage2: dict[int, float] | None = None,
+                 gpu: SharedGPU | None = None) -> None:
         self.audio, self.base_s, self.row_s, self.waits, self.hops = audio, base_s, row_s, waits, hops
         self.costs = costs
         """Seconds a call costs by row bucket (a measured engine's); rows above the largest: base + row cost."""
@@ -69,6 +110,7 @@ class StandIn:
         """Seconds of a call's cost that are its stage 2, by row bucket (the rest: stage 1 and the host step)."""
         self.slots = 2 if self.stage2 else 1
         self._locks = (threading.Lock(), threading.Lock())
+        self._sleep = gpu.work if gpu else time.sleep
 
     def warmup(self) -> None:
         pass
@@ -79,10 +121,10 @@ class StandIn:
         if self.stage2:  # stage 1 and the host step, then stage 2 once the last call's has ended (the engine's locks)
             second = self.stage2[min(b for b in self.stage2 if b >= len(items))]
             with self._locks[0]:
-                time.sleep(cost - second)
+                self._sleep(cost - second)
                 self._locks[1].acquire()
             try:
-                time.sleep(second)
+                self._sleep(second)
             finally:
                 self._locks[1].release()
             return [self.audio[len(item)].copy() for item in items]
@@ -127,7 +169,8 @@ async def measure(args: argparse.Namespace) -> dict:
     audio = dict(zip(map(len, items), await asyncio.to_thread(runtime.engine.run, items), strict=True))
     costs, stage2 = ({int(b): float(ms) / 1e3 for b, ms in (c.split(":") for c in spec.split(",") if c)}
                      for spec in (args.costs, args.stage2_costs))
-    stand_in = StandIn(audio, args.base_ms / 1e3, args.row_ms / 1e3, costs, args.waits, args.hops, stage2)
+    stand_in = StandIn(audio, args.base_ms / 1e3, args.row_ms / 1e3, costs, args.waits, args.hops, stage2,
+                       SharedGPU(args.gpu_share) if args.gpu_share else None)
     if args.switch_ms:
         sys.setswitchinterval(args.switch_ms / 1e3)
     await asyncio.to_thread(runtime.scheduler.swap_engine(stand_in).wait)  # the CPU engine closed
@@ -135,6 +178,7 @@ async def measure(args: argparse.Namespace) -> dict:
     report: dict = {"machine": platform.node(), "cpus": mp.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M"),
                     "text": WELCOME, "base_ms": args.base_ms, "row_ms": args.row_ms, "costs": args.costs,
                     "waits": args.waits, "hops": args.hops, "set": args.set, "stage2_costs": args.stage2_costs,
+                    "gpu_share": args.gpu_share,
                     "switch_ms": sys.getswitchinterval() * 1e3, "levels": []}
     try:
         for _ in range(10):
@@ -168,6 +212,8 @@ def main() -> None:
     parser.add_argument("--costs", default="", help="ms a call costs by row bucket, e.g. 1:19.6,4:21,8:27.1,16:50.2")
     parser.add_argument("--stage2-costs", default="", help="ms of each bucket's cost that is stage 2, e.g. "
                         "2:7.9,8:14.7,16:23: two slots, pipelined as torch-cuda's stages (needs --costs)")
+    parser.add_argument("--gpu-share", type=float, help="with --stage2-costs: both parts on one simulated GPU, two "
+                        "calls at a time running at this multiple of one call's speed together (1: in turn)")
     parser.add_argument("--set", action="append", default=[], help="a setting for the server, e.g. "
                         "scheduler.max_queue_delay_ms=10 (the value read as YAML)")
     parser.add_argument("--hops", type=int, default=0, help="short GIL releases per call (PyTorch ops)")
@@ -180,6 +226,8 @@ def main() -> None:
     parser.add_argument("--model", help="assets.model_path, with --data-dir")
     parser.add_argument("--out", help="the report as JSON")
     args = parser.parse_args()
+    if args.gpu_share and not args.stage2_costs:
+        parser.error("--gpu-share needs --stage2-costs (the two parts it shares one GPU between)")
     report = asyncio.run(measure(args))
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1, ensure_ascii=False))
