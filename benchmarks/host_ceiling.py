@@ -18,8 +18,9 @@ under one lock (stage 1 and the host step) and its stage-2 part under another, s
 last call's stage 2 does: the scheduler's rules for two batches in flight, measured off the GPU. Those two parts
 overlap for free there, which the GPU's do not (thirty-second pass: a batch of 8, 20.0 ms alone, took 31.4 in the
 busy server, and a batch of 4 28.5): ``--gpu-share S`` runs both parts on one simulated GPU whose work is shared
-between the calls on it, two at a time getting S times one call's speed together (1: one after the other; 2: free);
-at S 1.0-1.15 it splits 16 clients into batches of 4 and 8 at about those costs, as that GPU did (thirty-third pass).
+between the calls on it (the first part's host step too, a simplification), two at a time getting S times one
+call's speed together (1: one after the other; 2: free); at S 1.0-1.15 it splits 16 clients into batches of 4 and 8
+at about those costs, as that GPU did (thirty-third pass).
 
     python benchmarks/host_ceiling.py [--base-ms 15 --row-ms 1.5 | --costs 1:19.6,4:21,8:27.1,16:50.2]
         [--stage2-costs 2:7.9,8:14.7,16:23 [--gpu-share 1.3]] [--waits N --hops N] [--set KEY=VALUE ...]
