@@ -26,6 +26,7 @@ import asyncio
 import json
 import platform
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -129,6 +130,33 @@ def _engine_alone(engine: Engine, items: list[SynthesisItem], runs: int) -> dict
     return out
 
 
+def _engine_pipelined(engine: Engine, items: list[SynthesisItem], runs: int, slots: int) -> dict[str, float | int]:
+    """The engine's own throughput at its largest batch with ``slots`` threads calling it back to back, as the
+    scheduler's slots do when every client is waiting: what 16 clients could get at most from this engine, whatever the
+    server around it does (set beside ``load``'s 16-client QPS: the gap is the server's and the clients' round trip)."""
+    size = engine.max_batch
+    batch = [items[k % len(items)] for k in range(size)]
+    times: list[list[float]] = [[] for _ in range(slots)]
+
+    def slot(k: int) -> None:
+        for _ in range(runs):
+            start = time.perf_counter()
+            engine.run(batch)
+            times[k].append(time.perf_counter() - start)
+
+    engine.run(batch)
+    start = time.perf_counter()
+    threads = [threading.Thread(target=slot, args=(k,)) for k in range(slots)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - start
+    each = summary_ms([t for slot_times in times for t in slot_times])
+    return {"rows": size, "slots": slots, "batches": slots * runs, "qps": round(slots * runs * size / elapsed, 1),
+            "batch_p50_ms": each["p50"], "batch_p95_ms": each["p95"]}
+
+
 async def _with_server(args: argparse.Namespace, eager: Eager, text_items: list[SynthesisItem], text: str,
                        report: dict) -> None:
     """Our server in this process; one-shot requests alternate with eager runs, then the load levels."""
@@ -200,6 +228,9 @@ async def _with_server(args: argparse.Namespace, eager: Eager, text_items: list[
         report["engine_alone"] = await asyncio.to_thread(_engine_alone, engine, text_items, args.alone_runs)
         alone = {k: f"{v['p50']:.1f} / {v['p95']:.1f}" for k, v in report["engine_alone"].items()}
         print(f"engine alone (no server around it), p50 / p95 ms by batch size: {alone}", flush=True)
+        report["engine_pipelined"] = await asyncio.to_thread(_engine_pipelined, engine, text_items, 4 * args.alone_runs,
+                                                             engine.slots)
+        print(f"engine alone, its slots back to back: {report['engine_pipelined']}", flush=True)
     finally:
         server.close()
         await runtime.watchdog.stop()
