@@ -101,7 +101,9 @@
 #   CE:  (a fresh machine: U0 first) unpack, then CM with frames [64, 128, 192, 256, 512] (CL's lean list, but the
 #        benchmark sentence's 139 frames still pad to 192) and expandable segments: the 1.5 GB goal, fourteenth pass;
 #   HC:  (a fresh machine: U0 first) unpack, then benchmarks/host_ceiling.py: the server before a stand-in engine of
-#        fixed cost, clients in the process and in a child: the GPU host's own ceiling (no GPU used);
+#        fixed cost, clients in the process and in a child: the GPU host's own ceiling (no GPU used); HC_ARGS adds
+#        host_ceiling.py's options (e.g. C8's setting at near-zero costs: the host's own 16-client ceiling), TAG
+#        names the file;
 #   HCAB: (after U0) HC at CBP's engine costs (an H100's, twenty-first pass) with CBP's preferred batch sizes, clients
 #        in a child at 1, 4 and 16, the checkout's scheduler against an earlier tree's (BASE, carried: a directory
 #        under the checkout with that tree's wyoming_fasttts/ and benchmarks/), PAIRS alternating pairs: a server
@@ -203,7 +205,7 @@ T|E|D|P|H|C|CIC|CW|CF|CR|CB|CBP|CBP1|C8|C81|C8E|C8P|C8T|C8TW|C8H|C8HA|C8N|C8S8|C
   PP) prof "${MEASURE_S:-540}" --part planar --batches ${BATCHES:-16,8,2} --runs 40 ${BENCH:+--cudnn-benchmark} ${AS_ENGINE:+--as-engine} && prof 60 \
       --part report --out "$OUT"/gpu-profile-fp16-planar${BENCH:+-cudnn-benchmark}.json ;;
   HC) (cd "$code" && PYTHONPATH=$code:$pack/site timeout "${MEASURE_S:-300}" python3 benchmarks/host_ceiling.py \
-      --data-dir $pack/data --model $pack/data/kokoro-v1.0.int8.onnx --out "$OUT"/host-ceiling.json) 2>&1 | quiet ;;
+      --data-dir $pack/data --model $pack/data/kokoro-v1.0.int8.onnx ${HC_ARGS:-} --out "$OUT"/host-ceiling${TAG:-}.json) 2>&1 | quiet ;;
   HCAB) for k in $(seq "${PAIRS:-3}"); do for tree in "$BASE" .; do (cd "$code/$tree" && PYTHONPATH=$code/$tree:$pack/site \
       timeout 120 python3 benchmarks/host_ceiling.py --data-dir $pack/data --model $pack/data/kokoro-v1.0.int8.onnx \
       --costs 1:13.3,2:13.3,4:16.2,8:22.6,16:34.7 ${STAGE2_COSTS:+--stage2-costs $STAGE2_COSTS} \
