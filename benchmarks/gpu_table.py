@@ -7,15 +7,16 @@ Two steps, because the GPU machine has neither the text front end's data nor a n
     python benchmarks/gpu_table.py measure --inputs .gpu/bench/inputs.json --model M --vocab V \\
         [--engine onnxruntime-cuda] [--runs 500] [--concurrency 1,4,8,16,32] --out gpu_table.json
 
-``measure`` always times eager PyTorch on ``inputs.json``'s sentence (its peak is PyTorch's allocator peak).
-With ``--engine`` it also starts the server as ``serve`` does (``build_runtime`` + ``start_wyoming`` and the
-watchdog, so text front end, scheduler, protocol and the watchdog's sampling are in the timing) on a free port of
-this process, times one-shot requests through the Wyoming client, alternating with eager runs (each request's start
-and latency kept in order: ``series``), then closed-loop clients at each
-concurrency level, with the clients in this process and then in a child process (as a user's are: elsewhere,
-not on the server's event loop and GIL), logging the scheduler's batches at each (``BatchLog``), and last times
-the engine alone by batch size, the server idle: what a batch costs in the busy server against what it costs by
-itself.
+``measure`` always times eager PyTorch on ``inputs.json``'s sentence (its peak is PyTorch's allocator peak). With
+``--engine`` it also starts the server as ``serve`` does (``build_runtime`` + ``start_wyoming`` and the watchdog, so
+text front end, scheduler, protocol and the watchdog's sampling are in the timing) on a free port of this process,
+times one-shot requests through the Wyoming client, alternating with eager runs (each request's start and latency
+kept in order: ``series``), then closed-loop clients at each concurrency level, with the clients in this process and
+then in a child process (as a user's are: elsewhere, not on the server's event loop and GIL), logging the
+scheduler's batches at each (``BatchLog``) and the process's CPU (a request's, and in cores), and last times the
+engine alone by batch size, the server idle: what a batch costs in the busy server against what it costs by itself;
+then its largest batch from all its slots back to back (``engine_pipelined``). At 16 clients, the server's process
+near one core says the host path holds them, the pipelined engine near their QPS the GPU.
 (``benchmarks/gpu_stages.py`` times the stage graphs themselves; this is the end-to-end row.)
 """
 
@@ -33,6 +34,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from host_ceiling import process_cpu_s
 
 from wyoming_fasttts.assets import ModelAssets, ensure_assets, load_vocab
 from wyoming_fasttts.backends.base import Engine
@@ -221,8 +224,14 @@ async def _with_server(args: argparse.Namespace, eager: Eager, text_items: list[
             report[key] = []
             for clients in (int(c) for c in args.concurrency.split(",") if c):
                 batches.take()
+                cpu, wall = process_cpu_s(), time.perf_counter()
                 result = await run(uri, text, clients, max(args.requests, 2 * clients))
-                report[key].append({**load_row(result), "batches": batches.take()})
+                cpu, wall = process_cpu_s() - cpu, time.perf_counter() - wall
+                # The server process's CPU a request and in cores while the level ran (the engine's threads, and
+                # in-process clients, included): near 1 core at 16 clients, the GIL-bound host path is the limit.
+                report[key].append({**load_row(result), "batches": batches.take(),
+                                    "cpu_ms_per_request": round(cpu * 1e3 / len(result.samples), 3),
+                                    "cpu_cores": round(cpu / wall, 3)})
                 print(f"{key} c={clients}: {report[key][-1]}", flush=True)
                 save()
         report["engine_alone"] = await asyncio.to_thread(_engine_alone, engine, text_items, args.alone_runs)

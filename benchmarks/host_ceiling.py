@@ -142,10 +142,10 @@ class StandIn:
         pass
 
 
-def _cpu_s() -> float:
+def process_cpu_s() -> float:
     """This process's CPU seconds, all threads: with the clients in a child, the server's own share of a request
     (front end, Wyoming, scheduler; the stand-in sleeps), the host work a GPU engine's batches wait behind for the
-    GIL; with the clients in-process, theirs too."""
+    GIL; with the clients in-process, theirs too (``gpu_table.py`` reads it around its load levels)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
@@ -188,9 +188,9 @@ async def measure(args: argparse.Namespace) -> dict:
             for clients in (int(c) for c in args.clients.split(",")):
                 batches.take()
                 requests = max(args.requests, 2 * clients)
-                cpu = _cpu_s()
+                cpu = process_cpu_s()
                 result = await (load if where == "in-process" else load_from_child)(uri, WELCOME, clients, requests)
-                cpu_ms = (_cpu_s() - cpu) * 1e3 / len(result.samples)
+                cpu_ms = (process_cpu_s() - cpu) * 1e3 / len(result.samples)
                 qps, latencies = result.qps, [s.latency_s for s in result.samples]
                 row = {"clients": clients, "where": where, "qps": qps, **summary_ms(latencies),
                        "cpu_ms_per_request": cpu_ms, "batches": batches.take()}
