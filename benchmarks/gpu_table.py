@@ -15,8 +15,9 @@ kept in order: ``series``), then closed-loop clients at each concurrency level, 
 then in a child process (as a user's are: elsewhere, not on the server's event loop and GIL), logging the
 scheduler's batches at each (``BatchLog``) and the process's CPU (a request's, and in cores), and last times the
 engine alone by batch size, the server idle: what a batch costs in the busy server against what it costs by itself;
-then its largest batch from all its slots back to back (``engine_pipelined``). At 16 clients, the server's process
-near one core says the host path holds them, the pipelined engine near their QPS the GPU.
+then its largest batch from all its slots back to back (``engine_pipelined``). At 16 clients, the pipelined engine
+near their QPS says the GPU holds them; well above it, the host path (the process's CPU counts CUDA's waits where
+they spin, so it is read beside the engine's, not alone).
 (``benchmarks/gpu_stages.py`` times the stage graphs themselves; this is the end-to-end row.)
 """
 
