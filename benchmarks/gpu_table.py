@@ -228,8 +228,8 @@ async def _with_server(args: argparse.Namespace, eager: Eager, text_items: list[
                 cpu, wall = process_cpu_s(), time.perf_counter()
                 result = await run(uri, text, clients, max(args.requests, 2 * clients))
                 cpu, wall = process_cpu_s() - cpu, time.perf_counter() - wall
-                # The server process's CPU a request and in cores while the level ran (the engine's threads, and
-                # in-process clients, included): near 1 core at 16 clients, the GIL-bound host path is the limit.
+                # The server process's CPU a request and in cores while the level ran (the engine's threads, their
+                # CUDA waits where they spin, and in-process clients included): read beside engine_pipelined.
                 report[key].append({**load_row(result), "batches": batches.take(),
                                     "cpu_ms_per_request": round(cpu * 1e3 / len(result.samples), 3),
                                     "cpu_cores": round(cpu / wall, 3)})
