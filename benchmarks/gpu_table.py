@@ -28,8 +28,8 @@ import asyncio
 import json
 import platform
 import sys
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -150,11 +150,8 @@ def _engine_pipelined(engine: Engine, items: list[SynthesisItem], runs: int, slo
 
     engine.run(batch)
     start = time.perf_counter()
-    threads = [threading.Thread(target=slot, args=(k,)) for k in range(slots)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    with ThreadPoolExecutor(slots) as pool:
+        list(pool.map(slot, range(slots)))  # a slot's failure is raised here, not lost with its thread
     elapsed = time.perf_counter() - start
     each = summary_ms([t for slot_times in times for t in slot_times])
     return {"rows": size, "slots": slots, "batches": slots * runs, "qps": round(slots * runs * size / elapsed, 1),
