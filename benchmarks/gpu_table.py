@@ -118,6 +118,16 @@ def _brief(row: dict) -> str:
     return f"n {row['n']}, p50 {row['p50']:.1f} ms, std {row['std']:.2f} ms"
 
 
+def _timed(engine: Engine, batch: list[SynthesisItem], runs: int) -> list[float]:
+    """Seconds each of ``runs`` calls of ``engine.run(batch)`` took, back to back."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        engine.run(batch)
+        times.append(time.perf_counter() - start)
+    return times
+
+
 def _engine_alone(engine: Engine, items: list[SynthesisItem], runs: int) -> dict[str, dict[str, float]]:
     """The engine's own time for a batch of each size, called directly with the server idle: set beside the
     scheduler's timing of the same batches under load (``batches``), what the server around it costs a batch."""
@@ -125,12 +135,7 @@ def _engine_alone(engine: Engine, items: list[SynthesisItem], runs: int) -> dict
     for size in (b for b in (1, 4, 8, 16) if b <= engine.max_batch):  # a setting with smaller batches has no 16
         batch = [items[k % len(items)] for k in range(size)]
         engine.run(batch)
-        times = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            engine.run(batch)
-            times.append(time.perf_counter() - start)
-        out[str(size)] = summary_ms(times)
+        out[str(size)] = summary_ms(_timed(engine, batch, runs))
     return out
 
 
@@ -140,21 +145,13 @@ def _engine_pipelined(engine: Engine, items: list[SynthesisItem], runs: int, slo
     server around it does (set beside ``load``'s 16-client QPS: the gap is the server's and the clients' round trip)."""
     size = engine.max_batch
     batch = [items[k % len(items)] for k in range(size)]
-    times: list[list[float]] = [[] for _ in range(slots)]
-
-    def slot(k: int) -> None:
-        for _ in range(runs):
-            start = time.perf_counter()
-            engine.run(batch)
-            times[k].append(time.perf_counter() - start)
-
     engine.run(batch)
     start = time.perf_counter()
-    with ThreadPoolExecutor(slots) as pool:
-        list(pool.map(slot, range(slots)))  # a slot's failure is raised here, not lost with its thread
+    with ThreadPoolExecutor(slots) as pool:  # a slot's failure is raised here, not lost with its thread
+        times = [t for slot in pool.map(lambda _: _timed(engine, batch, runs), range(slots)) for t in slot]
     elapsed = time.perf_counter() - start
-    each = summary_ms([t for slot_times in times for t in slot_times])
-    return {"rows": size, "slots": slots, "batches": slots * runs, "qps": round(slots * runs * size / elapsed, 1),
+    each = summary_ms(times)
+    return {"rows": size, "slots": slots, "batches": len(times), "qps": round(len(times) * size / elapsed, 1),
             "batch_p50_ms": each["p50"], "batch_p95_ms": each["p95"]}
 
 
